@@ -1,0 +1,420 @@
+//! The dispatcher: per-block locking around a policy's decisions, and the
+//! bookkeeping of the device operations that carry them out.
+//!
+//! Both worlds use it the same way. The driver submits block accesses;
+//! the dispatcher waits for the block's lock, asks the policy to decide
+//! *while holding it*, and hands back the operations that are ready to run.
+//! The driver performs them (in virtual time or on real devices) and reports
+//! completions; the dispatcher releases dependent operations, acknowledges
+//! the client once the operations it waits for are done, and frees the lock
+//! once every operation of the plan is done.
+//!
+//! Reads take the lock shared and writes and background jobs take it
+//! exclusively, so a decision never sees a block while another plan is
+//! changing it. A read decided alone may upgrade to exclusive (to fill a
+//! cache); one decided beside other readers may not write.
+
+use std::collections::VecDeque;
+
+use crate::map::{BlockMap, PlacementMap};
+use crate::observe::Observation;
+use crate::policy::{Ctx, LockView, Policy, TickCtx};
+use crate::types::{Access, Io, Job, Op, Outcome, Plan, Purpose, NO_DEP};
+
+/// A device operation ready to be performed.
+#[derive(Clone, Copy, Debug)]
+pub struct Ready {
+    /// The plan it belongs to (pass back to [`Dispatcher::complete`]).
+    pub flight: u32,
+    /// Its index within the plan.
+    pub index: u8,
+    /// The operation.
+    pub io: Io,
+    /// For a copy's write: the payload its source read completed with.
+    pub src_payload: u64,
+}
+
+/// A client access whose acknowledgement is due.
+#[derive(Clone, Copy, Debug)]
+pub struct Acked {
+    /// The driver's tag for the access.
+    pub tag: u64,
+    /// The access.
+    pub access: Access,
+    /// How the policy classified it.
+    pub outcome: Outcome,
+    /// For a read: the payload of the read that served the client.
+    pub payload: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Work {
+    Client { tag: u64, access: Access },
+    Job(Job),
+}
+
+impl Work {
+    fn block(&self) -> u64 {
+        match self {
+            Work::Client { access, .. } => access.block,
+            Work::Job(j) => j.block,
+        }
+    }
+    fn exclusive(&self) -> bool {
+        !matches!(self, Work::Client { access: Access { op: Op::Read, .. }, .. })
+    }
+}
+
+#[derive(Default, Debug)]
+struct LockState {
+    readers: u32,
+    writer: bool,
+    waiters: VecDeque<Work>,
+}
+
+impl LockState {
+    fn can_grant(&self, exclusive: bool) -> bool {
+        if exclusive {
+            !self.writer && self.readers == 0
+        } else {
+            !self.writer
+        }
+    }
+    fn hold(&mut self, exclusive: bool) {
+        if exclusive {
+            self.writer = true;
+        } else {
+            self.readers += 1;
+        }
+    }
+}
+
+struct Locks(BlockMap<LockState>);
+
+impl LockView for Locks {
+    fn is_locked(&self, block: u64) -> bool {
+        self.0.contains_key(&block)
+    }
+}
+
+struct Flight {
+    work: Work,
+    exclusive: bool,
+    ios: Vec<Io>,
+    payloads: Vec<u64>,
+    remaining: u32,
+    acks_remaining: u32,
+    acked: bool,
+    outcome: Outcome,
+    client_payload: u64,
+}
+
+/// Counters about the dispatcher itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DispatchStats {
+    /// Accesses and jobs that had to wait for a block lock.
+    pub lock_waits: u64,
+    /// Background jobs started.
+    pub jobs_started: u64,
+    /// Plans currently in flight.
+    pub in_flight: u64,
+}
+
+/// Runs a policy: locking, decisions and the operations' life cycle.
+pub struct Dispatcher {
+    policy: Box<dyn Policy>,
+    map: PlacementMap,
+    locks: Locks,
+    flights: Vec<Flight>,
+    free_flights: Vec<u32>,
+    plan: Plan,
+    jobs: Vec<Job>,
+    incoming: VecDeque<Work>,
+    granted: VecDeque<(Work, bool)>,
+    to_finish: Vec<u32>,
+    ready: VecDeque<Ready>,
+    acked: VecDeque<Acked>,
+    stats: DispatchStats,
+}
+
+impl Dispatcher {
+    /// Wraps `policy`; `home` is the device holding unplaced blocks.
+    pub fn new(policy: Box<dyn Policy>, home: u8) -> Self {
+        Dispatcher {
+            policy,
+            map: PlacementMap::new(home),
+            locks: Locks(BlockMap::default()),
+            flights: Vec::new(),
+            free_flights: Vec::new(),
+            plan: Plan::default(),
+            jobs: Vec::new(),
+            incoming: VecDeque::new(),
+            granted: VecDeque::new(),
+            to_finish: Vec::new(),
+            ready: VecDeque::new(),
+            acked: VecDeque::new(),
+            stats: DispatchStats::default(),
+        }
+    }
+
+    /// The policy (for its name and controller state).
+    pub fn policy(&self) -> &dyn Policy {
+        self.policy.as_ref()
+    }
+
+    /// The placement map.
+    pub fn map(&self) -> &PlacementMap {
+        &self.map
+    }
+
+    /// Counters about locking and jobs.
+    pub fn stats(&self) -> DispatchStats {
+        let mut s = self.stats;
+        s.in_flight = (self.flights.len() - self.free_flights.len()) as u64;
+        s
+    }
+
+    /// True when nothing is in flight, waiting or queued.
+    pub fn is_idle(&self) -> bool {
+        self.flights.len() == self.free_flights.len()
+            && self.incoming.is_empty()
+            && self.ready.is_empty()
+            && self.acked.is_empty()
+    }
+
+    /// Pre-places `block` without I/O (see [`Policy::warm`]).
+    pub fn warm(&mut self, block: u64) -> bool {
+        self.policy.warm(block, &mut self.map)
+    }
+
+    /// Submits one block access of a client request, tagged by the driver.
+    pub fn submit(&mut self, tag: u64, access: Access) {
+        self.incoming.push_back(Work::Client { tag, access });
+        self.pump();
+    }
+
+    /// Submits background work directly (normally the policy queues jobs).
+    pub fn submit_job(&mut self, job: Job) {
+        self.incoming.push_back(Work::Job(job));
+        self.pump();
+    }
+
+    /// Feeds the policy's controller and queues the jobs it asks for.
+    pub fn tick(&mut self, obs: &Observation) {
+        self.jobs.clear();
+        let mut ctx = TickCtx {
+            map: &mut self.map,
+            locks: &self.locks,
+            jobs: &mut self.jobs,
+        };
+        self.policy.on_tick(obs, &mut ctx);
+        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        self.pump();
+    }
+
+    /// The next operation ready to be performed.
+    #[inline]
+    pub fn pop_ready(&mut self) -> Option<Ready> {
+        self.ready.pop_front()
+    }
+
+    /// The next client acknowledgement that is due.
+    #[inline]
+    pub fn pop_acked(&mut self) -> Option<Acked> {
+        self.acked.pop_front()
+    }
+
+    /// Reports that operation `index` of plan `flight` completed; `payload`
+    /// is the driver's handle on the data it read (ignored for writes).
+    pub fn complete(&mut self, flight: u32, index: u8, payload: u64) {
+        let f = &mut self.flights[flight as usize];
+        let io = f.ios[index as usize];
+        f.payloads[index as usize] = payload;
+        f.remaining -= 1;
+        if io.acks {
+            f.acks_remaining -= 1;
+        }
+        if io.purpose == Purpose::Client && io.dir == Op::Read {
+            f.client_payload = payload;
+        }
+        for (j, dep) in f.ios.iter().enumerate() {
+            if dep.after == index {
+                self.ready.push_back(Ready {
+                    flight,
+                    index: j as u8,
+                    io: *dep,
+                    src_payload: payload,
+                });
+            }
+        }
+        if !f.acked && f.acks_remaining == 0 {
+            Self::ack(f, &mut self.acked);
+        }
+        if f.remaining == 0 {
+            self.to_finish.push(flight);
+            self.pump();
+        }
+    }
+
+    fn ack(f: &mut Flight, acked: &mut VecDeque<Acked>) {
+        f.acked = true;
+        if let Work::Client { tag, access } = f.work {
+            acked.push_back(Acked {
+                tag,
+                access,
+                outcome: f.outcome,
+                payload: f.client_payload,
+            });
+        }
+    }
+
+    fn pump(&mut self) {
+        loop {
+            if let Some(fid) = self.to_finish.pop() {
+                self.finish(fid);
+            } else if let Some((work, exclusive)) = self.granted.pop_front() {
+                self.run(work, exclusive);
+            } else if let Some(work) = self.incoming.pop_front() {
+                let exclusive = work.exclusive();
+                let st = self.locks.0.entry(work.block()).or_default();
+                if st.waiters.is_empty() && st.can_grant(exclusive) {
+                    st.hold(exclusive);
+                    self.run(work, exclusive);
+                } else {
+                    st.waiters.push_back(work);
+                    self.stats.lock_waits += 1;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn run(&mut self, work: Work, mut exclusive: bool) {
+        let block = work.block();
+        self.plan.clear();
+        self.jobs.clear();
+        let may_write = exclusive || {
+            let st = &self.locks.0[&block];
+            st.readers == 1 && !st.writer
+        };
+        let mut ctx = Ctx {
+            map: &mut self.map,
+            locks: &self.locks,
+            plan: &mut self.plan,
+            jobs: &mut self.jobs,
+            may_write,
+        };
+        let outcome = match work {
+            Work::Client { access, .. } => self.policy.decide(access, &mut ctx),
+            Work::Job(job) => {
+                self.stats.jobs_started += 1;
+                self.policy.start_job(job, &mut ctx);
+                Outcome::NotApplicable
+            }
+        };
+        if !exclusive && self.plan.writes() {
+            assert!(
+                may_write,
+                "policy '{}' wrote block {block} while sharing its lock",
+                self.policy.name()
+            );
+            let st = self.locks.0.get_mut(&block).expect("lock held");
+            st.readers -= 1;
+            st.writer = true;
+            exclusive = true;
+        }
+        debug_assert!(self
+            .plan
+            .ios
+            .iter()
+            .enumerate()
+            .all(|(i, io)| io.after == NO_DEP || (io.after as usize) < i));
+        let fid = match self.free_flights.pop() {
+            Some(f) => f,
+            None => {
+                self.flights.push(Flight {
+                    work,
+                    exclusive,
+                    ios: Vec::new(),
+                    payloads: Vec::new(),
+                    remaining: 0,
+                    acks_remaining: 0,
+                    acked: false,
+                    outcome,
+                    client_payload: 0,
+                });
+                (self.flights.len() - 1) as u32
+            }
+        };
+        let f = &mut self.flights[fid as usize];
+        f.work = work;
+        f.exclusive = exclusive;
+        f.ios.clear();
+        f.ios.extend_from_slice(&self.plan.ios);
+        f.payloads.clear();
+        f.payloads.resize(self.plan.ios.len(), 0);
+        f.remaining = self.plan.ios.len() as u32;
+        f.acks_remaining = self.plan.ios.iter().filter(|io| io.acks).count() as u32;
+        f.acked = false;
+        f.outcome = outcome;
+        f.client_payload = 0;
+        for (i, io) in self.plan.ios.iter().enumerate() {
+            if io.after == NO_DEP {
+                self.ready.push_back(Ready {
+                    flight: fid,
+                    index: i as u8,
+                    io: *io,
+                    src_payload: 0,
+                });
+            }
+        }
+        if f.acks_remaining == 0 {
+            Self::ack(f, &mut self.acked);
+        }
+        if f.remaining == 0 {
+            self.to_finish.push(fid);
+        }
+        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+    }
+
+    fn finish(&mut self, fid: u32) {
+        let (work, exclusive) = {
+            let f = &self.flights[fid as usize];
+            (f.work, f.exclusive)
+        };
+        if let Work::Job(job) = work {
+            self.jobs.clear();
+            let mut ctx = TickCtx {
+                map: &mut self.map,
+                locks: &self.locks,
+                jobs: &mut self.jobs,
+            };
+            self.policy.finish_job(job, &mut ctx);
+            self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        }
+        self.free_flights.push(fid);
+        let block = work.block();
+        let st = self.locks.0.get_mut(&block).expect("lock held");
+        if exclusive {
+            st.writer = false;
+        } else {
+            st.readers -= 1;
+        }
+        while let Some(next) = st.waiters.front() {
+            let ex = next.exclusive();
+            if !st.can_grant(ex) {
+                break;
+            }
+            let next = st.waiters.pop_front().expect("front exists");
+            st.hold(ex);
+            self.granted.push_back((next, ex));
+            if ex {
+                break;
+            }
+        }
+        if st.readers == 0 && !st.writer && st.waiters.is_empty() {
+            self.locks.0.remove(&block);
+        }
+    }
+}

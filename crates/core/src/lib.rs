@@ -1,0 +1,29 @@
+//! tiermux policy core.
+//!
+//! Everything a storage-hierarchy policy needs and nothing that touches a
+//! device or a clock: the request and plan vocabulary ([`types`]), the
+//! placement map ([`map`]), cache replacement ([`replacement`]), the
+//! policies and their registry ([`policy`], [`policies`]), the observations
+//! controllers consume ([`observe`]) and the [`dispatch::Dispatcher`] that
+//! runs a policy with per-block locking. The simulator (`tiermux-sim`) drives
+//! it in virtual time; the engine drives it on real devices.
+#![warn(missing_docs)]
+
+pub mod dispatch;
+pub mod hist;
+pub mod map;
+pub mod observe;
+pub mod params;
+pub mod policies;
+pub mod policy;
+pub mod replacement;
+pub mod rng;
+pub mod types;
+
+pub use dispatch::{Acked, Dispatcher, Ready};
+pub use hist::Histogram;
+pub use map::{Entry, PlacementMap};
+pub use observe::{Observation, ObservationBuilder};
+pub use params::{ParamError, ParamValue, Params};
+pub use policy::{build_policy, Policy, PolicyError, VolumeSpec, REGISTRY};
+pub use types::{Access, Io, Job, Op, Outcome, Plan, Purpose};

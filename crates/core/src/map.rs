@@ -1,0 +1,197 @@
+//! The placement map: where every block's copies live and whether each copy
+//! is current.
+//!
+//! A block with no entry sits only on its home device and is clean there.
+//! An entry records, per device (bit `d` of each mask):
+//! - `present`: a copy exists on device `d`;
+//! - `dirty`: that copy is newer than the home copy (home is stale);
+//! - `stale`: space is held on `d` but its content is out of date.
+//!
+//! This covers caching (home plus a cached copy), tiering (one copy, moved:
+//! the home bit cleared and another set), mirroring (two clean copies) and
+//! hierarchies with more than two devices. `slot` is the location of the
+//! block on the device that owns slots (a cache), and `flags` is free for
+//! the policy. Metadata is proportional to the number of blocks placed away
+//! from their default, not to the volume size.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::types::DeviceIndex;
+
+/// A fast hasher for `u64` block numbers (multiplicative, then folded).
+#[derive(Default, Clone, Copy)]
+pub struct BlockHasher(u64);
+
+impl Hasher for BlockHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7C_C1_B7_27_22_0A_95);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        let x = (n ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = x ^ (x >> 32);
+    }
+}
+
+/// `HashMap` keyed by block numbers with [`BlockHasher`].
+pub type BlockMap<V> = HashMap<u64, V, BuildHasherDefault<BlockHasher>>;
+
+/// Placement state of one block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Entry {
+    /// Devices holding a copy (bit per device).
+    pub present: u8,
+    /// Copies newer than the home copy.
+    pub dirty: u8,
+    /// Copies whose space is held but whose content is out of date.
+    pub stale: u8,
+    /// Free for the policy (for example "eviction pending").
+    pub flags: u8,
+    /// Location on the slot-owning device.
+    pub slot: u32,
+}
+
+impl Entry {
+    /// True when device `d` holds a current copy.
+    #[inline]
+    pub fn valid_on(&self, d: DeviceIndex) -> bool {
+        (self.present & !self.stale) & (1 << d) != 0
+    }
+
+    /// True when device `d` holds a copy newer than the home copy.
+    #[inline]
+    pub fn dirty_on(&self, d: DeviceIndex) -> bool {
+        self.dirty & (1 << d) != 0
+    }
+}
+
+/// The placement map of a volume.
+#[derive(Clone, Debug)]
+pub struct PlacementMap {
+    home: DeviceIndex,
+    entries: BlockMap<Entry>,
+}
+
+impl PlacementMap {
+    /// An empty map in which every block lives only on `home`.
+    pub fn new(home: DeviceIndex) -> Self {
+        PlacementMap {
+            home,
+            entries: BlockMap::default(),
+        }
+    }
+
+    /// The device that holds blocks without an entry.
+    pub fn home(&self) -> DeviceIndex {
+        self.home
+    }
+
+    /// The entry of `block`, or the default placement when it has none.
+    #[inline]
+    pub fn get(&self, block: u64) -> Entry {
+        self.entries.get(&block).copied().unwrap_or(Entry {
+            present: 1 << self.home,
+            ..Entry::default()
+        })
+    }
+
+    /// True when `block` has a non-default entry.
+    #[inline]
+    pub fn has_entry(&self, block: u64) -> bool {
+        self.entries.contains_key(&block)
+    }
+
+    /// Stores the entry of `block`; the default placement removes it.
+    #[inline]
+    pub fn set(&mut self, block: u64, e: Entry) {
+        if e.present == 1 << self.home && e.dirty == 0 && e.stale == 0 && e.flags == 0 {
+            self.entries.remove(&block);
+        } else {
+            self.entries.insert(block, e);
+        }
+    }
+
+    /// Mutable access to the entry of `block`, created with the default
+    /// placement when missing. Call [`PlacementMap::normalize`] if the edit
+    /// may have restored the default.
+    #[inline]
+    pub fn entry_mut(&mut self, block: u64) -> &mut Entry {
+        let home = self.home;
+        self.entries.entry(block).or_insert(Entry {
+            present: 1 << home,
+            ..Entry::default()
+        })
+    }
+
+    /// Drops the entry of `block` if it describes the default placement.
+    #[inline]
+    pub fn normalize(&mut self, block: u64) {
+        if let Some(e) = self.entries.get(&block) {
+            let e = *e;
+            self.set(block, e);
+        }
+    }
+
+    /// Number of blocks with a non-default placement.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when every block has the default placement.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every non-default entry (unordered).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, Entry)> + '_ {
+        self.entries.iter().map(|(&b, &e)| (b, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_placement_is_home_only() {
+        let mut m = PlacementMap::new(1);
+        let e = m.get(42);
+        assert_eq!(e.present, 0b10);
+        assert!(e.valid_on(1) && !e.valid_on(0));
+        assert!(m.is_empty());
+        let c = m.entry_mut(42);
+        c.present |= 1;
+        c.slot = 7;
+        assert_eq!(m.len(), 1);
+        assert!(m.get(42).valid_on(0));
+        let c = m.entry_mut(42);
+        c.present &= !1;
+        m.normalize(42);
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn stale_and_dirty_masks() {
+        let mut m = PlacementMap::new(1);
+        m.set(
+            3,
+            Entry {
+                present: 0b11,
+                dirty: 0b01,
+                stale: 0b10,
+                flags: 0,
+                slot: 0,
+            },
+        );
+        let e = m.get(3);
+        assert!(e.valid_on(0) && !e.valid_on(1) && e.dirty_on(0));
+    }
+}

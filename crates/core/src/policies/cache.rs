@@ -1,0 +1,374 @@
+//! Classic inclusive caching over two devices, as a building block.
+//!
+//! Device 0 caches blocks whose home is device 1. The cache keeps a slot
+//! per cached block, replaces with LRU or ARC and writes in one of three
+//! modes. Schedulers (NHC, SIB, LBICA) reuse it and only decide, per read,
+//! whether a miss is admitted and whether a clean hit is served by the cache.
+
+use crate::map::PlacementMap;
+use crate::params::Params;
+use crate::policy::{param_err, Ctx, LockView, PolicyError, TickCtx, VolumeSpec};
+use crate::replacement::{new_replacement, Replacement, ReplacementKind};
+use crate::types::{Job, Op, Outcome, Purpose};
+
+/// The cache (performance) device.
+pub const PERF: u8 = 0;
+/// The home (capacity) device.
+pub const CAP: u8 = 1;
+
+/// Job kind: write a dirty cached block back to its home.
+pub const JOB_FLUSH: u8 = 1;
+
+/// Entry flag: a flush job for this block is queued.
+const FLAG_FLUSH_QUEUED: u8 = 1;
+
+/// How writes are handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Writes go to the home device; misses are not admitted. A write hit
+    /// updates the cached copy too (Open CAS) or invalidates it.
+    Around,
+    /// Writes go to both devices; misses are admitted.
+    Through,
+    /// Writes go to the cache only and are flushed later; misses admitted.
+    Back,
+}
+
+impl WriteMode {
+    /// Short name: wa, wt or wb.
+    pub fn short(self) -> &'static str {
+        match self {
+            WriteMode::Around => "wa",
+            WriteMode::Through => "wt",
+            WriteMode::Back => "wb",
+        }
+    }
+}
+
+/// Settings of a [`CacheCore`].
+#[derive(Clone, Debug)]
+pub struct CacheConfig {
+    /// Blocks the cache holds.
+    pub capacity_blocks: usize,
+    /// Replacement algorithm.
+    pub replacement: ReplacementKind,
+    /// Write handling.
+    pub write_mode: WriteMode,
+    /// Whether a read miss is acknowledged only after the cache fill (the
+    /// paper's model, Tmiss = 1/Rhi + 1/Rlo) or as soon as the data is read.
+    pub fill_sync: bool,
+    /// Write-around: update (true, Open CAS) or invalidate a cached copy.
+    pub around_hit_updates: bool,
+    /// Start flushing when dirty blocks exceed this fraction of the cache.
+    pub dirty_high_ratio: f64,
+    /// Stop flushing below this fraction.
+    pub dirty_low_ratio: f64,
+    /// Most flushes in flight at once.
+    pub flush_max_inflight: u32,
+}
+
+impl CacheConfig {
+    /// Reads the caching parameters shared by every caching policy.
+    pub fn from_params(p: &Params, vol: &VolumeSpec, policy: &str) -> Result<Self, PolicyError> {
+        let e = param_err(policy);
+        if vol.devices.len() < 2 {
+            return Err(PolicyError::Volume {
+                policy: policy.into(),
+                message: format!("needs 2 devices, the volume has {}", vol.devices.len()),
+            });
+        }
+        let dev0 = vol.devices[0].capacity_blocks;
+        let capacity_blocks = p.u64_in("cache_blocks", dev0, 1, dev0.max(1)).map_err(&e)? as usize;
+        let replacement = match p.choice("replacement", "lru", &["lru", "arc"]).map_err(&e)?.as_str() {
+            "arc" => ReplacementKind::Arc,
+            _ => ReplacementKind::Lru,
+        };
+        let write_mode = match p.choice("write_mode", "wa", &["wa", "wt", "wb"]).map_err(&e)?.as_str() {
+            "wt" => WriteMode::Through,
+            "wb" => WriteMode::Back,
+            _ => WriteMode::Around,
+        };
+        let fill_sync = p.choice("fill", "sync", &["sync", "async"]).map_err(&e)? == "sync";
+        let around_hit_updates =
+            p.choice("wa_write_hit", "update", &["update", "invalidate"]).map_err(&e)? == "update";
+        let dirty_high_ratio = p.f64_in("dirty_high_ratio", 0.9, 0.0, 1.0).map_err(&e)?;
+        let dirty_low_ratio = p.f64_in("dirty_low_ratio", 0.8, 0.0, 1.0).map_err(&e)?;
+        if dirty_low_ratio > dirty_high_ratio {
+            return Err(e(crate::params::ParamError::new(
+                "dirty_low_ratio",
+                format!("must not exceed dirty_high_ratio ({dirty_high_ratio}), got {dirty_low_ratio}"),
+            )));
+        }
+        let flush_max_inflight = p.u64_in("flush_max_inflight", 8, 1, 1 << 16).map_err(&e)? as u32;
+        Ok(CacheConfig {
+            capacity_blocks,
+            replacement,
+            write_mode,
+            fill_sync,
+            around_hit_updates,
+            dirty_high_ratio,
+            dirty_low_ratio,
+            flush_max_inflight,
+        })
+    }
+}
+
+/// Classic caching state: the replacement and dirty bookkeeping.
+pub struct CacheCore {
+    /// Settings.
+    pub cfg: CacheConfig,
+    repl: Box<dyn Replacement>,
+    dirty_blocks: u64,
+    flushes_queued: u32,
+    flushing: bool,
+    scan: Vec<u32>,
+}
+
+impl CacheCore {
+    /// An empty cache.
+    pub fn new(cfg: CacheConfig) -> Self {
+        let repl = new_replacement(cfg.replacement, cfg.capacity_blocks);
+        CacheCore {
+            cfg,
+            repl,
+            dirty_blocks: 0,
+            flushes_queued: 0,
+            flushing: false,
+            scan: Vec::new(),
+        }
+    }
+
+    /// Address space per device: the cache's slots, then the whole volume.
+    pub fn address_space(&self, device: usize, vol_blocks: u64) -> u64 {
+        if device == PERF as usize {
+            self.cfg.capacity_blocks as u64
+        } else {
+            vol_blocks
+        }
+    }
+
+    /// Blocks currently cached.
+    pub fn cached_blocks(&self) -> usize {
+        self.repl.len()
+    }
+
+    /// Cached blocks newer than their home copy.
+    pub fn dirty_blocks(&self) -> u64 {
+        self.dirty_blocks
+    }
+
+    /// Serves a read. `admit_miss` says whether a miss may be admitted;
+    /// `hit_to_cache` is asked, for clean hits only, whether the cache (true)
+    /// or the home device (false) serves it. Dirty hits always use the cache.
+    pub fn read(
+        &mut self,
+        block: u64,
+        ctx: &mut Ctx<'_>,
+        admit_miss: bool,
+        hit_to_cache: &mut dyn FnMut() -> bool,
+    ) -> Outcome {
+        let e = ctx.map.get(block);
+        if e.valid_on(PERF) {
+            if e.dirty_on(PERF) || hit_to_cache() {
+                self.repl.on_hit(e.slot);
+                ctx.plan.client(PERF, Op::Read, e.slot as u64);
+            } else {
+                ctx.plan.client(CAP, Op::Read, block);
+            }
+            return Outcome::Hit;
+        }
+        let r = ctx.plan.client(CAP, Op::Read, block);
+        if admit_miss && ctx.may_write {
+            if let Some(slot) = self.admit(block, ctx.map, ctx.locks, ctx.jobs) {
+                ctx.plan
+                    .copy(Some(r), (CAP, block), (PERF, slot as u64), Purpose::Admit, self.cfg.fill_sync);
+            }
+        }
+        Outcome::Miss
+    }
+
+    /// Serves a write according to the write mode.
+    pub fn write(&mut self, block: u64, ctx: &mut Ctx<'_>) -> Outcome {
+        let e = ctx.map.get(block);
+        let hit = e.valid_on(PERF);
+        let outcome = if hit { Outcome::Hit } else { Outcome::Miss };
+        match self.cfg.write_mode {
+            WriteMode::Through => {
+                let slot = if hit {
+                    self.repl.on_hit(e.slot);
+                    Some(e.slot)
+                } else {
+                    self.admit(block, ctx.map, ctx.locks, ctx.jobs)
+                };
+                if let Some(slot) = slot {
+                    ctx.plan.client(PERF, Op::Write, slot as u64);
+                }
+                ctx.plan.client(CAP, Op::Write, block);
+            }
+            WriteMode::Around => {
+                if hit {
+                    if self.cfg.around_hit_updates {
+                        self.repl.on_hit(e.slot);
+                        ctx.plan.client(PERF, Op::Write, e.slot as u64);
+                    } else {
+                        self.invalidate(block, ctx.map);
+                    }
+                }
+                ctx.plan.client(CAP, Op::Write, block);
+            }
+            WriteMode::Back => {
+                let slot = if hit {
+                    self.repl.on_hit(e.slot);
+                    Some(e.slot)
+                } else {
+                    self.admit(block, ctx.map, ctx.locks, ctx.jobs)
+                };
+                match slot {
+                    Some(slot) => {
+                        ctx.plan.client(PERF, Op::Write, slot as u64);
+                        let en = ctx.map.entry_mut(block);
+                        if en.dirty & (1 << PERF) == 0 {
+                            en.dirty |= 1 << PERF;
+                            self.dirty_blocks += 1;
+                        }
+                    }
+                    None => {
+                        ctx.plan.client(CAP, Op::Write, block);
+                    }
+                }
+                self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
+            }
+        }
+        outcome
+    }
+
+    /// Drops the cached copy of `block` (which must be clean or about to be
+    /// overwritten at home).
+    fn invalidate(&mut self, block: u64, map: &mut PlacementMap) {
+        let e = map.get(block);
+        if e.valid_on(PERF) {
+            self.repl.remove(e.slot);
+            if e.dirty_on(PERF) {
+                self.dirty_blocks -= 1;
+            }
+            let en = map.entry_mut(block);
+            en.present &= !(1 << PERF);
+            en.dirty &= !(1 << PERF);
+            en.slot = 0;
+            map.normalize(block);
+        }
+    }
+
+    /// Finds a slot for `block`, evicting a clean, unlocked victim if the
+    /// cache is full. Returns `None` when every candidate is dirty or busy
+    /// (then flushes are queued so that later admissions succeed).
+    fn admit(
+        &mut self,
+        block: u64,
+        map: &mut PlacementMap,
+        locks: &dyn LockView,
+        jobs: &mut Vec<Job>,
+    ) -> Option<u32> {
+        let admitted = {
+            let m: &PlacementMap = map;
+            self.repl
+                .admit(block, &mut |v| !locks.is_locked(v) && !m.get(v).dirty_on(PERF))
+        };
+        let Some(a) = admitted else {
+            if self.cfg.write_mode == WriteMode::Back {
+                self.schedule_flushes(map, locks, jobs, true);
+            }
+            return None;
+        };
+        if let Some(v) = a.victim {
+            let en = map.entry_mut(v);
+            en.present &= !(1 << PERF);
+            en.slot = 0;
+            map.normalize(v);
+        }
+        let en = map.entry_mut(block);
+        en.present |= 1 << PERF;
+        en.stale &= !(1 << PERF);
+        en.slot = a.slot;
+        Some(a.slot)
+    }
+
+    /// Queues flushes of the coldest dirty blocks while dirty data is above
+    /// the high watermark (until it falls below the low one), or now when
+    /// `force` (an admission found only dirty victims).
+    pub fn schedule_flushes(
+        &mut self,
+        map: &mut PlacementMap,
+        locks: &dyn LockView,
+        jobs: &mut Vec<Job>,
+        force: bool,
+    ) {
+        if self.cfg.write_mode != WriteMode::Back {
+            return;
+        }
+        let cap = self.cfg.capacity_blocks as f64;
+        if self.dirty_blocks as f64 > self.cfg.dirty_high_ratio * cap {
+            self.flushing = true;
+        } else if self.dirty_blocks as f64 <= self.cfg.dirty_low_ratio * cap {
+            self.flushing = false;
+        }
+        if !(self.flushing || force) || self.flushes_queued >= self.cfg.flush_max_inflight {
+            return;
+        }
+        self.scan.clear();
+        let want = (self.cfg.flush_max_inflight - self.flushes_queued) as usize;
+        self.repl.coldest(want * 8 + 16, &mut self.scan);
+        for &slot in &self.scan {
+            if self.flushes_queued >= self.cfg.flush_max_inflight {
+                break;
+            }
+            let b = self.repl.block_at(slot);
+            let e = map.get(b);
+            if e.dirty_on(PERF) && e.flags & FLAG_FLUSH_QUEUED == 0 && !locks.is_locked(b) {
+                map.entry_mut(b).flags |= FLAG_FLUSH_QUEUED;
+                self.flushes_queued += 1;
+                jobs.push(Job {
+                    block: b,
+                    kind: JOB_FLUSH,
+                });
+            }
+        }
+    }
+
+    /// Plans a flush job: copy the dirty cached block home and mark it clean.
+    pub fn start_flush(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+        let e = ctx.map.get(job.block);
+        if e.flags & FLAG_FLUSH_QUEUED != 0 {
+            ctx.map.entry_mut(job.block).flags &= !FLAG_FLUSH_QUEUED;
+        }
+        if e.valid_on(PERF) && e.dirty_on(PERF) {
+            ctx.plan
+                .copy(None, (PERF, e.slot as u64), (CAP, job.block), Purpose::Flush, false);
+            ctx.map.entry_mut(job.block).dirty &= !(1 << PERF);
+            self.dirty_blocks -= 1;
+        }
+        ctx.map.normalize(job.block);
+    }
+
+    /// Bookkeeping when a flush completes; keeps flushing if needed.
+    pub fn finish_flush(&mut self, ctx: &mut TickCtx<'_>) {
+        self.flushes_queued -= 1;
+        self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
+    }
+
+    /// Places `block` in a free slot without I/O.
+    pub fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
+        if map.get(block).valid_on(PERF) {
+            return true;
+        }
+        match self.repl.admit(block, &mut |_| false) {
+            Some(a) => {
+                let en = map.entry_mut(block);
+                en.present |= 1 << PERF;
+                en.slot = a.slot;
+                true
+            }
+            None => false,
+        }
+    }
+}

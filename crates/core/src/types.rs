@@ -1,0 +1,174 @@
+//! Requests, device operations and plans: the vocabulary between a policy
+//! and the driver (the simulator or the engine) that executes its decisions.
+
+use serde::{Deserialize, Serialize};
+
+/// Index of a device in the hierarchy. Device 0 is the fastest
+/// ("performance") device; the last one is usually the capacity device.
+pub type DeviceIndex = u8;
+
+/// The most devices a hierarchy may have (placement masks are `u8`).
+pub const MAX_DEVICES: usize = 8;
+
+/// Direction of a client request or a device operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Op {
+    /// Read data.
+    Read,
+    /// Write data.
+    Write,
+}
+
+/// One block of a client request, as the policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Block number in the volume's address space.
+    pub block: u64,
+    /// Read or write.
+    pub op: Op,
+}
+
+/// Why a device operation is issued; drivers account bytes per purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Purpose {
+    /// Serves the client request's data.
+    Client,
+    /// Copies a block into a faster device (cache fill / admission).
+    Admit,
+    /// Writes dirty data back to its home device.
+    Flush,
+    /// Moves or copies a block between devices for placement (tiering).
+    Migrate,
+}
+
+impl Purpose {
+    /// Number of purposes (for per-purpose counter arrays).
+    pub const COUNT: usize = 4;
+
+    /// Dense index of the purpose.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Marker for "this operation depends on nothing".
+pub const NO_DEP: u8 = u8::MAX;
+
+/// One device operation of a plan.
+///
+/// A write whose purpose is not [`Purpose::Client`] copies the data that the
+/// read named by `after` returned (a fill, flush or migration). Client writes
+/// carry the request's new data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Io {
+    /// Device that performs the operation.
+    pub device: DeviceIndex,
+    /// Read or write.
+    pub dir: Op,
+    /// Block location on that device, in block units (a slot on a cache
+    /// device, the block number on a device that holds the whole volume).
+    pub addr: u64,
+    /// Why the operation exists.
+    pub purpose: Purpose,
+    /// Index (within the plan) of the operation that must complete first, or
+    /// [`NO_DEP`].
+    pub after: u8,
+    /// Whether the client's acknowledgement waits for this operation.
+    pub acks: bool,
+}
+
+/// The operations that carry out one decision. Small and reused.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// Operations in submission order; `after` indices refer to this list.
+    pub ios: Vec<Io>,
+}
+
+impl Plan {
+    /// Appends an operation and returns its index for `after` references.
+    #[inline]
+    pub fn push(&mut self, io: Io) -> u8 {
+        debug_assert!(self.ios.len() < NO_DEP as usize);
+        self.ios.push(io);
+        (self.ios.len() - 1) as u8
+    }
+
+    /// Appends a client read or write that the acknowledgement waits for.
+    #[inline]
+    pub fn client(&mut self, device: DeviceIndex, dir: Op, addr: u64) -> u8 {
+        self.push(Io {
+            device,
+            dir,
+            addr,
+            purpose: Purpose::Client,
+            after: NO_DEP,
+            acks: true,
+        })
+    }
+
+    /// Appends a copy from (`src`, `src_addr`) to (`dst`, `dst_addr`): a read
+    /// and a dependent write. `read_index` reuses an existing read instead of
+    /// issuing a new one. `acks` says whether the client waits for the copy.
+    pub fn copy(
+        &mut self,
+        read_index: Option<u8>,
+        src: (DeviceIndex, u64),
+        dst: (DeviceIndex, u64),
+        purpose: Purpose,
+        acks: bool,
+    ) {
+        let r = match read_index {
+            Some(i) => i,
+            None => self.push(Io {
+                device: src.0,
+                dir: Op::Read,
+                addr: src.1,
+                purpose,
+                after: NO_DEP,
+                acks,
+            }),
+        };
+        self.push(Io {
+            device: dst.0,
+            dir: Op::Write,
+            addr: dst.1,
+            purpose,
+            after: r,
+            acks,
+        });
+    }
+
+    /// True when any operation writes a device.
+    pub fn writes(&self) -> bool {
+        self.ios.iter().any(|io| io.dir == Op::Write)
+    }
+
+    /// Removes every operation.
+    pub fn clear(&mut self) {
+        self.ios.clear();
+    }
+}
+
+/// How a policy classified a client access, for hit-ratio accounting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The data was present in a cache device.
+    Hit,
+    /// The data had to come from (or go to) its home device only.
+    Miss,
+    /// The policy has no notion of hits (splitting, striping, tiering).
+    NotApplicable,
+}
+
+/// A unit of background work the policy asked for, decided when it starts.
+///
+/// The dispatcher takes the block's lock before calling
+/// [`crate::policy::Policy::start_job`], so the policy plans against the
+/// block's state at that moment, not at the moment it queued the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// The block the work is about.
+    pub block: u64,
+    /// Policy-defined kind of work.
+    pub kind: u8,
+}

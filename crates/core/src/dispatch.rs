@@ -32,7 +32,12 @@ pub struct Ready {
     pub io: Io,
     /// For a copy's write: the payload its source read completed with.
     pub src_payload: u64,
+    /// The client access's tag, or [`NO_TAG`] for background jobs.
+    pub tag: u64,
 }
+
+/// Tag of operations that belong to background jobs.
+pub const NO_TAG: u64 = u64::MAX;
 
 /// A client access whose acknowledgement is due.
 #[derive(Clone, Copy, Debug)]
@@ -54,6 +59,12 @@ enum Work {
 }
 
 impl Work {
+    fn tag(&self) -> u64 {
+        match self {
+            Work::Client { tag, .. } => *tag,
+            Work::Job(_) => NO_TAG,
+        }
+    }
     fn block(&self) -> u64 {
         match self {
             Work::Client { access, .. } => access.block,
@@ -61,7 +72,13 @@ impl Work {
         }
     }
     fn exclusive(&self) -> bool {
-        !matches!(self, Work::Client { access: Access { op: Op::Read, .. }, .. })
+        !matches!(
+            self,
+            Work::Client {
+                access: Access { op: Op::Read, .. },
+                ..
+            }
+        )
     }
 }
 
@@ -237,6 +254,7 @@ impl Dispatcher {
         if io.purpose == Purpose::Client && io.dir == Op::Read {
             f.client_payload = payload;
         }
+        let tag = f.work.tag();
         for (j, dep) in f.ios.iter().enumerate() {
             if dep.after == index {
                 self.ready.push_back(Ready {
@@ -244,6 +262,7 @@ impl Dispatcher {
                     index: j as u8,
                     io: *dep,
                     src_payload: payload,
+                    tag,
                 });
             }
         }
@@ -366,6 +385,7 @@ impl Dispatcher {
                     index: i as u8,
                     io: *io,
                     src_payload: 0,
+                    tag: work.tag(),
                 });
             }
         }

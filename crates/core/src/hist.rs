@@ -115,7 +115,9 @@ impl Histogram {
         if self.total == 0 {
             return 0.0;
         }
-        let keep = ((1.0 - q.clamp(0.0, 1.0)) * self.total as f64 - 1e-9).ceil().max(1.0) as u64;
+        let keep = ((1.0 - q.clamp(0.0, 1.0)) * self.total as f64 - 1e-9)
+            .ceil()
+            .max(1.0) as u64;
         let mut left = keep;
         let mut acc = 0.0;
         for (b, &c) in self.counts.iter().enumerate().rev() {
@@ -174,7 +176,10 @@ mod tests {
         for q in [0.5, 0.9, 0.99, 0.999] {
             let exact = vals[((q * vals.len() as f64).ceil() as usize).max(1) - 1] as f64;
             let got = h.quantile(q) as f64;
-            assert!((got - exact).abs() / exact < 0.01, "q={q} exact={exact} got={got}");
+            assert!(
+                (got - exact).abs() / exact < 0.01,
+                "q={q} exact={exact} got={got}"
+            );
         }
         let mean = vals.iter().sum::<u64>() as f64 / vals.len() as f64;
         assert!((h.mean() - mean).abs() < 1e-6 * mean);

@@ -20,7 +20,7 @@ pub mod replacement;
 pub mod rng;
 pub mod types;
 
-pub use dispatch::{Acked, Dispatcher, Ready};
+pub use dispatch::{Acked, Dispatcher, Ready, NO_TAG};
 pub use hist::Histogram;
 pub use map::{Entry, PlacementMap};
 pub use observe::{Observation, ObservationBuilder};

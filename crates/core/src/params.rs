@@ -93,10 +93,18 @@ impl Params {
             None => return Ok(default),
             Some(ParamValue::Float(x)) => *x,
             Some(ParamValue::Int(i)) => *i as f64,
-            Some(other) => return Err(ParamError::new(name, format!("expected a number, got {other}"))),
+            Some(other) => {
+                return Err(ParamError::new(
+                    name,
+                    format!("expected a number, got {other}"),
+                ))
+            }
         };
         if !v.is_finite() || v < min || v > max {
-            return Err(ParamError::new(name, format!("must be in [{min}, {max}], got {v}")));
+            return Err(ParamError::new(
+                name,
+                format!("must be in [{min}, {max}], got {v}"),
+            ));
         }
         Ok(v)
     }
@@ -107,10 +115,18 @@ impl Params {
             None => return Ok(default),
             Some(ParamValue::Int(i)) => *i,
             Some(ParamValue::Float(x)) if x.fract() == 0.0 => *x as i64,
-            Some(other) => return Err(ParamError::new(name, format!("expected an integer, got {other}"))),
+            Some(other) => {
+                return Err(ParamError::new(
+                    name,
+                    format!("expected an integer, got {other}"),
+                ))
+            }
         };
         if v < min as i64 || (v as u64) > max {
-            return Err(ParamError::new(name, format!("must be in [{min}, {max}], got {v}")));
+            return Err(ParamError::new(
+                name,
+                format!("must be in [{min}, {max}], got {v}"),
+            ));
         }
         Ok(v as u64)
     }
@@ -120,12 +136,20 @@ impl Params {
         match self.get(name) {
             None => Ok(default),
             Some(ParamValue::Bool(b)) => Ok(*b),
-            Some(other) => Err(ParamError::new(name, format!("expected true or false, got {other}"))),
+            Some(other) => Err(ParamError::new(
+                name,
+                format!("expected true or false, got {other}"),
+            )),
         }
     }
 
     /// One of `choices`, or `default` when absent.
-    pub fn choice(&self, name: &str, default: &str, choices: &[&str]) -> Result<String, ParamError> {
+    pub fn choice(
+        &self,
+        name: &str,
+        default: &str,
+        choices: &[&str],
+    ) -> Result<String, ParamError> {
         match self.get(name) {
             None => Ok(default.to_string()),
             Some(ParamValue::Str(s)) if choices.contains(&s.as_str()) => Ok(s.clone()),
@@ -141,7 +165,10 @@ impl Params {
         let used = self.used.borrow();
         for name in self.values.keys() {
             if !used.contains(name) {
-                return Err(ParamError::new(name, format!("unknown parameter ({known_hint})")));
+                return Err(ParamError::new(
+                    name,
+                    format!("unknown parameter ({known_hint})"),
+                ));
             }
         }
         Ok(())

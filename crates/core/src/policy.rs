@@ -169,7 +169,11 @@ pub fn build_policy(
         .find(|r| r.name == name)
         .ok_or_else(|| PolicyError::Unknown {
             name: name.to_string(),
-            known: REGISTRY.iter().map(|r| r.name).collect::<Vec<_>>().join(", "),
+            known: REGISTRY
+                .iter()
+                .map(|r| r.name)
+                .collect::<Vec<_>>()
+                .join(", "),
         })?;
     let policy = (reg.build)(params, volume, seed)?;
     params

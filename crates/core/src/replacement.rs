@@ -33,7 +33,9 @@ impl std::str::FromStr for ReplacementKind {
         match s.to_ascii_lowercase().as_str() {
             "lru" => Ok(ReplacementKind::Lru),
             "arc" => Ok(ReplacementKind::Arc),
-            other => Err(format!("unknown replacement '{other}' (expected lru or arc)")),
+            other => Err(format!(
+                "unknown replacement '{other}' (expected lru or arc)"
+            )),
         }
     }
 }
@@ -323,7 +325,8 @@ impl Arc {
         can_evict: &mut dyn FnMut(u64) -> bool,
     ) -> Option<(u32, u64)> {
         let t1_len = self.t1.len as f64;
-        let prefer_t1 = self.t1.len >= 1 && ((in_b2 && t1_len == self.p.floor()) || t1_len > self.p);
+        let prefer_t1 =
+            self.t1.len >= 1 && ((in_b2 && t1_len == self.p.floor()) || t1_len > self.p);
         let order = if prefer_t1 { [T1, T2] } else { [T2, T1] };
         for l in order {
             let mut cand = self.list_mut(l).tail;
@@ -562,7 +565,11 @@ mod tests {
         let mut index: BlockMap<u32> = BlockMap::default();
         let mut r = Rng::new(9);
         for _ in 0..100_000 {
-            let b = if r.below(2) == 0 { r.below(60) } else { r.below(400) };
+            let b = if r.below(2) == 0 {
+                r.below(60)
+            } else {
+                r.below(400)
+            };
             if let Some(&s) = index.get(&b) {
                 if r.below(20) == 0 {
                     a.remove(s);

@@ -79,24 +79,36 @@ impl CacheConfig {
         }
         let dev0 = vol.devices[0].capacity_blocks;
         let capacity_blocks = p.u64_in("cache_blocks", dev0, 1, dev0.max(1)).map_err(&e)? as usize;
-        let replacement = match p.choice("replacement", "lru", &["lru", "arc"]).map_err(&e)?.as_str() {
+        let replacement = match p
+            .choice("replacement", "lru", &["lru", "arc"])
+            .map_err(&e)?
+            .as_str()
+        {
             "arc" => ReplacementKind::Arc,
             _ => ReplacementKind::Lru,
         };
-        let write_mode = match p.choice("write_mode", "wa", &["wa", "wt", "wb"]).map_err(&e)?.as_str() {
+        let write_mode = match p
+            .choice("write_mode", "wa", &["wa", "wt", "wb"])
+            .map_err(&e)?
+            .as_str()
+        {
             "wt" => WriteMode::Through,
             "wb" => WriteMode::Back,
             _ => WriteMode::Around,
         };
         let fill_sync = p.choice("fill", "sync", &["sync", "async"]).map_err(&e)? == "sync";
-        let around_hit_updates =
-            p.choice("wa_write_hit", "update", &["update", "invalidate"]).map_err(&e)? == "update";
+        let around_hit_updates = p
+            .choice("wa_write_hit", "update", &["update", "invalidate"])
+            .map_err(&e)?
+            == "update";
         let dirty_high_ratio = p.f64_in("dirty_high_ratio", 0.9, 0.0, 1.0).map_err(&e)?;
         let dirty_low_ratio = p.f64_in("dirty_low_ratio", 0.8, 0.0, 1.0).map_err(&e)?;
         if dirty_low_ratio > dirty_high_ratio {
             return Err(e(crate::params::ParamError::new(
                 "dirty_low_ratio",
-                format!("must not exceed dirty_high_ratio ({dirty_high_ratio}), got {dirty_low_ratio}"),
+                format!(
+                    "must not exceed dirty_high_ratio ({dirty_high_ratio}), got {dirty_low_ratio}"
+                ),
             )));
         }
         let flush_max_inflight = p.u64_in("flush_max_inflight", 8, 1, 1 << 16).map_err(&e)? as u32;
@@ -180,8 +192,13 @@ impl CacheCore {
         let r = ctx.plan.client(CAP, Op::Read, block);
         if admit_miss && ctx.may_write {
             if let Some(slot) = self.admit(block, ctx.map, ctx.locks, ctx.jobs) {
-                ctx.plan
-                    .copy(Some(r), (CAP, block), (PERF, slot as u64), Purpose::Admit, self.cfg.fill_sync);
+                ctx.plan.copy(
+                    Some(r),
+                    (CAP, block),
+                    (PERF, slot as u64),
+                    Purpose::Admit,
+                    self.cfg.fill_sync,
+                );
             }
         }
         Outcome::Miss
@@ -271,8 +288,9 @@ impl CacheCore {
     ) -> Option<u32> {
         let admitted = {
             let m: &PlacementMap = map;
-            self.repl
-                .admit(block, &mut |v| !locks.is_locked(v) && !m.get(v).dirty_on(PERF))
+            self.repl.admit(block, &mut |v| {
+                !locks.is_locked(v) && !m.get(v).dirty_on(PERF)
+            })
         };
         let Some(a) = admitted else {
             if self.cfg.write_mode == WriteMode::Back {
@@ -342,8 +360,13 @@ impl CacheCore {
             ctx.map.entry_mut(job.block).flags &= !FLAG_FLUSH_QUEUED;
         }
         if e.valid_on(PERF) && e.dirty_on(PERF) {
-            ctx.plan
-                .copy(None, (PERF, e.slot as u64), (CAP, job.block), Purpose::Flush, false);
+            ctx.plan.copy(
+                None,
+                (PERF, e.slot as u64),
+                (CAP, job.block),
+                Purpose::Flush,
+                false,
+            );
             ctx.map.entry_mut(job.block).dirty &= !(1 << PERF);
             self.dirty_blocks -= 1;
         }

@@ -13,13 +13,16 @@
 //!   each at `la`, `la + step` and `la - step` (values outside [0, 1] count
 //!   as worst), and moves to the best, staying when the middle is best. When
 //!   staying at 1.0 it allows `rounds_at_one` more rounds, then returns to
-//!   State 1. Before each step, a miss ratio above `max_miss_ratio` or more
-//!   than `max_miss_drift` away from the remembered one is a workload change
-//!   and restarts State 1.
+//!   State 1. After each step, a hit ratio below `(1 - hit_drop_fraction)`
+//!   times the one remembered on entering State 2 is a workload change and
+//!   restarts State 1 (the paper's line 17).
 //!
 //! Defaults follow the paper (§5: 5 ms windows, 2 % steps, 0.1 % stability
-//! over 100 ms); the authors' code values are options (`step = 0.01`, and the
-//! 20 % miss-ratio rules from ALGORITHMS.md). Windows also need
+//! over 100 ms; α of line 17 is not given, we use 0.1). The authors' code
+//! values are options (ALGORITHMS.md): `step = 0.01`, `max_miss_ratio = 0.2`
+//! (tune only when at most 20 % of reads miss, restart above it) and
+//! `max_miss_drift = 0.2` (restart when the miss ratio moves 20 points from
+//! its value on entering State 2); both are off by default. Windows also need
 //! `min_window_ops` completed requests so slow hierarchies are not tuned on
 //! noise, and the stability test widens to three standard errors of the
 //! sampled hit ratio when windows are small (`noise_aware`).
@@ -66,6 +69,8 @@ pub struct NhcConfig {
     pub stable_tolerance: f64,
     /// Widen the tolerance to the sampling noise of small windows.
     pub noise_aware: bool,
+    /// Relative hit-ratio drop that restarts State 1 (the paper's α).
+    pub hit_drop_fraction: f64,
     /// Miss ratio above which tuning is pointless (restart State 1).
     pub max_miss_ratio: f64,
     /// Miss-ratio change from the tuning baseline that restarts State 1.
@@ -85,7 +90,16 @@ impl NhcConfig {
     pub fn from_params(p: &Params, policy: &str) -> Result<Self, PolicyError> {
         let e = param_err(policy);
         let target = match p
-            .choice("target", "throughput", &["throughput", "client_throughput", "mean_latency", "p99_latency"])
+            .choice(
+                "target",
+                "throughput",
+                &[
+                    "throughput",
+                    "client_throughput",
+                    "mean_latency",
+                    "p99_latency",
+                ],
+            )
             .map_err(&e)?
             .as_str()
         {
@@ -97,11 +111,15 @@ impl NhcConfig {
         Ok(NhcConfig {
             step: p.f64_in("step", 0.02, 1e-4, 0.5).map_err(&e)?,
             window_ns: (p.f64_in("window_ms", 5.0, 0.01, 60_000.0).map_err(&e)? * 1e6) as u64,
-            stable_window_ns: (p.f64_in("stable_window_ms", 100.0, 0.01, 600_000.0).map_err(&e)? * 1e6) as u64,
+            stable_window_ns: (p
+                .f64_in("stable_window_ms", 100.0, 0.01, 600_000.0)
+                .map_err(&e)?
+                * 1e6) as u64,
             stable_tolerance: p.f64_in("stable_tolerance", 0.001, 0.0, 1.0).map_err(&e)?,
             noise_aware: p.bool("noise_aware", true).map_err(&e)?,
-            max_miss_ratio: p.f64_in("max_miss_ratio", 0.2, 0.0, 1.0).map_err(&e)?,
-            max_miss_drift: p.f64_in("max_miss_drift", 0.2, 0.0, 1.0).map_err(&e)?,
+            hit_drop_fraction: p.f64_in("hit_drop_fraction", 0.1, 0.0, 1.0).map_err(&e)?,
+            max_miss_ratio: p.f64_in("max_miss_ratio", 1.0, 0.0, 1.0).map_err(&e)?,
+            max_miss_drift: p.f64_in("max_miss_drift", 1.0, 0.0, 1.0).map_err(&e)?,
             min_window_ops: p.u64_in("min_window_ops", 64, 1, 1 << 40).map_err(&e)?,
             rounds_at_one: p.u64_in("rounds_at_one", 1, 0, 1000).map_err(&e)? as u32,
             always_admit: p.bool("always_admit", false).map_err(&e)?,
@@ -269,7 +287,9 @@ impl Nhc {
             // Difference of two independent window estimates: 3 standard errors.
             tol = tol.max(3.0 * (2.0 * hit * miss / m.reads as f64).sqrt());
         }
-        let stable = self.prev_hit_ratio.is_some_and(|prev| (hit - prev).abs() <= tol);
+        let stable = self
+            .prev_hit_ratio
+            .is_some_and(|prev| (hit - prev).abs() <= tol);
         self.prev_hit_ratio = Some(hit);
         self.stable_meter.clear();
         if stable && miss <= self.cfg.max_miss_ratio {
@@ -281,7 +301,9 @@ impl Nhc {
         let tail = self.cfg.target == Target::TailLatency;
         self.probe_meter.add(obs, tail);
         self.cycle_meter.add(obs, false);
-        if self.probe_meter.ns < self.cfg.window_ns || self.probe_meter.client_ops < self.cfg.min_window_ops {
+        if self.probe_meter.ns < self.cfg.window_ns
+            || self.probe_meter.client_ops < self.cfg.min_window_ops
+        {
             return;
         }
         let f = self.probe_meter.metric(self.cfg.target);
@@ -329,7 +351,11 @@ impl Nhc {
         };
         let next = (next.clamp(0.0, 1.0) * 1e6).round() / 1e6;
         if let Some(miss) = self.cycle_meter.miss_ratio() {
-            if miss > self.cfg.max_miss_ratio || (miss - self.base_miss).abs() > self.cfg.max_miss_drift {
+            let dropped = 1.0 - miss < (1.0 - self.cfg.hit_drop_fraction) * (1.0 - self.base_miss);
+            if dropped
+                || miss > self.cfg.max_miss_ratio
+                || (miss - self.base_miss).abs() > self.cfg.max_miss_drift
+            {
                 self.restarts += 1;
                 self.enter_state1();
                 return;
@@ -361,8 +387,9 @@ impl Policy for Nhc {
             Op::Read => {
                 let la = self.load_admit;
                 let rng = &mut self.rng;
-                self.core
-                    .read(access.block, ctx, self.data_admit, &mut || la >= 1.0 || rng.next_f64() < la)
+                self.core.read(access.block, ctx, self.data_admit, &mut || {
+                    la >= 1.0 || rng.next_f64() < la
+                })
             }
             Op::Write => self.core.write(access.block, ctx),
         }
@@ -386,7 +413,8 @@ impl Policy for Nhc {
         } else {
             self.state1_tick(obs);
         }
-        self.core.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
+        self.core
+            .schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
     }
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         vec![

@@ -27,7 +27,11 @@ fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, Pol
         });
     }
     Ok(Box::new(Split {
-        threshold: if rate >= 1.0 { u64::MAX } else { (rate * 2f64.powi(64)) as u64 },
+        threshold: if rate >= 1.0 {
+            u64::MAX
+        } else {
+            (rate * 2f64.powi(64)) as u64
+        },
         all_fast: rate >= 1.0,
         salt: splitmix64(seed ^ 0x5EED_5EED),
         vol_blocks: vol.num_blocks,
@@ -62,7 +66,8 @@ impl Policy for Split {
         self.vol_blocks
     }
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
-        ctx.plan.client(self.device_of(access.block), access.op, access.block);
+        ctx.plan
+            .client(self.device_of(access.block), access.op, access.block);
         Outcome::NotApplicable
     }
 }

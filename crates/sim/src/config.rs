@@ -1,0 +1,429 @@
+//! Simulation configuration (one run) and its validation.
+//!
+//! A [`SimConfig`] is plain data, read from TOML (see `docs/experiments.md`).
+//! [`SimConfig::resolve`] checks it and turns profile names, the working-set
+//! rule and the load level into concrete numbers, with errors that name the
+//! offending field.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use tiermux_core::{ParamValue, Params};
+
+use crate::device::DeviceModel;
+use crate::profile::{find_builtin, ProfileSpec};
+use crate::workload::{volume_blocks_needed, Pattern, Schedule, WorkloadSpec};
+
+/// How clients generate load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// Closed loop: this many concurrent workers.
+    #[serde(default)]
+    pub workers: Option<u32>,
+    /// Closed loop: this multiple of Load-1.0, the smallest concurrency at
+    /// which classic caching on this workload reaches 99 % of its maximum
+    /// throughput (the Orthus paper's "minimum read load to achieve the
+    /// maximum read bandwidth of the cache device").
+    #[serde(default)]
+    pub load: Option<f64>,
+    /// Open loop: Poisson arrivals at this rate.
+    #[serde(default)]
+    pub rate_ops_per_s: Option<f64>,
+    /// Load over time (multiplies workers or rate).
+    #[serde(default)]
+    pub schedule: Schedule,
+    /// Pause of a closed-loop worker between requests, µs.
+    #[serde(default)]
+    pub think_time_us: f64,
+}
+
+impl Default for ClientSpec {
+    fn default() -> Self {
+        ClientSpec {
+            workers: Some(16),
+            load: None,
+            rate_ops_per_s: None,
+            schedule: Schedule::Constant,
+            think_time_us: 0.0,
+        }
+    }
+}
+
+/// One simulation run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Device profile names, fastest first (built-in, `fixed:R`, or defined
+    /// in `profiles`).
+    pub devices: Vec<String>,
+    /// Extra profiles defined inline.
+    #[serde(default)]
+    pub profiles: Vec<ProfileSpec>,
+    /// Policy registry name.
+    pub policy: String,
+    /// Policy parameters.
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Value>,
+    /// Block size, bytes.
+    #[serde(default = "default_block_size")]
+    pub block_size: u32,
+    /// Blocks of the first device the policy may use (the cache size).
+    #[serde(default = "default_cache_blocks")]
+    pub cache_blocks: u64,
+    /// Size of the volume, blocks (default: what the workload needs).
+    #[serde(default)]
+    pub volume_blocks: Option<u64>,
+    /// The workload.
+    #[serde(default)]
+    pub workload: WorkloadSpec,
+    /// The clients.
+    #[serde(default)]
+    pub client: ClientSpec,
+    /// Simulated time, s.
+    #[serde(default = "default_duration")]
+    pub duration_s: f64,
+    /// Leading part of the run left out of steady-state figures, s.
+    #[serde(default = "default_warmup")]
+    pub warmup_s: f64,
+    /// Random seed.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Start with the hottest items already cached.
+    #[serde(default = "default_true")]
+    pub prefill: bool,
+    /// Time-series sample interval, ms.
+    #[serde(default = "default_sample_ms")]
+    pub sample_interval_ms: f64,
+}
+
+fn default_block_size() -> u32 {
+    4096
+}
+fn default_cache_blocks() -> u64 {
+    16384
+}
+fn default_duration() -> f64 {
+    1.0
+}
+fn default_warmup() -> f64 {
+    0.2
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+fn default_sample_ms() -> f64 {
+    10.0
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            devices: vec!["optane-905p".into(), "flash-970pro".into()],
+            profiles: Vec::new(),
+            policy: "classic".into(),
+            params: BTreeMap::new(),
+            block_size: default_block_size(),
+            cache_blocks: default_cache_blocks(),
+            volume_blocks: None,
+            workload: WorkloadSpec::default(),
+            client: ClientSpec::default(),
+            duration_s: default_duration(),
+            warmup_s: default_warmup(),
+            seed: default_seed(),
+            prefill: true,
+            sample_interval_ms: default_sample_ms(),
+        }
+    }
+}
+
+/// A configuration problem, naming the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ConfigError {
+    /// Dotted path of the field.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// A new error about `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Clients after resolution.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientMode {
+    /// N workers in a closed loop.
+    Closed {
+        /// Base number of workers.
+        workers: u32,
+    },
+    /// A multiple of Load-1.0, resolved by the simulator (see
+    /// [`ClientSpec::load`]).
+    Load {
+        /// The multiple.
+        load: f64,
+    },
+    /// Poisson arrivals.
+    Open {
+        /// Base rate, ops/s.
+        rate_ops_per_s: f64,
+    },
+}
+
+/// A checked configuration with everything computed.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The original configuration.
+    pub cfg: SimConfig,
+    /// Device names and models, fastest first.
+    pub devices: Vec<(String, DeviceModel)>,
+    /// Working-set size, blocks.
+    pub working_set: u64,
+    /// Volume size, blocks.
+    pub volume_blocks: u64,
+    /// Policy parameters.
+    pub params: Params,
+    /// Clients.
+    pub client: ClientMode,
+}
+
+fn check(field: &str, ok: bool, message: impl FnOnce() -> String) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::new(field, message()))
+    }
+}
+
+/// Converts a TOML table of policy parameters.
+pub fn params_from_toml(table: &BTreeMap<String, toml::Value>) -> Result<Params, ConfigError> {
+    let mut p = Params::new();
+    for (k, v) in table {
+        let pv = match v {
+            toml::Value::Boolean(b) => ParamValue::Bool(*b),
+            toml::Value::Integer(i) => ParamValue::Int(*i),
+            toml::Value::Float(f) => ParamValue::Float(*f),
+            toml::Value::String(s) => ParamValue::Str(s.clone()),
+            other => {
+                return Err(ConfigError::new(
+                    format!("params.{k}"),
+                    format!(
+                        "expected a number, boolean or string, got {}",
+                        other.type_str()
+                    ),
+                ))
+            }
+        };
+        p.set(k, pv);
+    }
+    Ok(p)
+}
+
+/// Finds a profile by name among `extra` and the built-ins.
+pub fn lookup_profile(name: &str, extra: &[ProfileSpec]) -> Option<ProfileSpec> {
+    extra
+        .iter()
+        .find(|p| p.name == name)
+        .cloned()
+        .or_else(|| find_builtin(name))
+}
+
+impl SimConfig {
+    /// Validates the configuration and computes the derived quantities.
+    pub fn resolve(&self) -> Result<Resolved, ConfigError> {
+        let c = self;
+        check("devices", c.devices.len() >= 2, || {
+            format!(
+                "a hierarchy needs at least 2 devices, got {}",
+                c.devices.len()
+            )
+        })?;
+        check(
+            "devices",
+            c.devices.len() <= tiermux_core::types::MAX_DEVICES,
+            || format!("at most {} devices", tiermux_core::types::MAX_DEVICES),
+        )?;
+        let mut devices = Vec::new();
+        for (i, name) in c.devices.iter().enumerate() {
+            let spec = lookup_profile(name, &c.profiles).ok_or_else(|| {
+                ConfigError::new(
+                    format!("devices[{i}]"),
+                    format!("unknown profile '{name}' (see `tiermux profiles`, or define it under [[profiles]])"),
+                )
+            })?;
+            let model = spec.model().map_err(|e| {
+                ConfigError::new(format!("profiles.{}.{}", e.profile, e.field), e.message)
+            })?;
+            devices.push((name.clone(), model));
+        }
+        check(
+            "block_size",
+            c.block_size >= 512 && c.block_size.is_power_of_two(),
+            || {
+                format!(
+                    "must be a power of two of at least 512 bytes, got {}",
+                    c.block_size
+                )
+            },
+        )?;
+        check("cache_blocks", c.cache_blocks >= 1, || {
+            "must be at least 1".into()
+        })?;
+        check(
+            "duration_s",
+            c.duration_s.is_finite() && c.duration_s > 0.0,
+            || format!("must be positive, got {}", c.duration_s),
+        )?;
+        check(
+            "warmup_s",
+            c.warmup_s.is_finite() && c.warmup_s >= 0.0 && c.warmup_s < c.duration_s,
+            || {
+                format!(
+                    "must be in [0, duration_s = {}), got {}",
+                    c.duration_s, c.warmup_s
+                )
+            },
+        )?;
+        check(
+            "sample_interval_ms",
+            c.sample_interval_ms.is_finite() && c.sample_interval_ms > 0.0,
+            || format!("must be positive, got {}", c.sample_interval_ms),
+        )?;
+        let w = &c.workload;
+        check(
+            "workload.write_ratio",
+            (0.0..=1.0).contains(&w.write_ratio),
+            || format!("must be in [0, 1], got {}", w.write_ratio),
+        )?;
+        check(
+            "workload.write_set_fraction",
+            w.write_set_fraction > 0.0 && w.write_set_fraction <= 1.0,
+            || format!("must be in (0, 1], got {}", w.write_set_fraction),
+        )?;
+        check(
+            "workload.write_ratio_max",
+            (0.0..=1.0).contains(&w.write_ratio_max),
+            || format!("must be in [0, 1], got {}", w.write_ratio_max),
+        )?;
+        check("workload.request_blocks", w.request_blocks >= 1, || {
+            "must be at least 1".into()
+        })?;
+        if let Some(h) = w.hit_ratio {
+            check("workload.hit_ratio", h > 0.0 && h <= 1.0, || {
+                format!("must be in (0, 1], got {h}")
+            })?;
+        }
+        if let Some(p) = w.write_ratio_period_s {
+            check("workload.write_ratio_period_s", p > 0.0, || {
+                format!("must be positive, got {p}")
+            })?;
+        }
+        match &w.pattern {
+            Pattern::Zipf { theta } | Pattern::Latest { theta } => {
+                check(
+                    "workload.pattern.theta",
+                    *theta > 0.0 && *theta < 1.0,
+                    || format!("must be in (0, 1), got {theta}"),
+                )?;
+            }
+            Pattern::Hotset {
+                hot_fraction,
+                hot_access_fraction,
+            } => {
+                check(
+                    "workload.pattern.hot_fraction",
+                    *hot_fraction > 0.0 && *hot_fraction <= 1.0,
+                    || format!("must be in (0, 1], got {hot_fraction}"),
+                )?;
+                check(
+                    "workload.pattern.hot_access_fraction",
+                    (0.0..=1.0).contains(hot_access_fraction),
+                    || format!("must be in [0, 1], got {hot_access_fraction}"),
+                )?;
+            }
+            Pattern::Uniform => {}
+        }
+        let working_set = match (w.working_set_blocks, w.hit_ratio) {
+            (Some(ws), _) => ws,
+            (None, Some(h)) => (c.cache_blocks as f64 / h).round() as u64,
+            (None, None) => c.cache_blocks * 2,
+        };
+        check("workload.working_set_blocks", working_set >= 1, || {
+            "must be at least 1".into()
+        })?;
+        let needed = volume_blocks_needed(w, working_set);
+        let volume_blocks = c.volume_blocks.unwrap_or(needed);
+        check("volume_blocks", volume_blocks >= working_set, || {
+            format!("must hold the working set ({working_set} blocks), got {volume_blocks}")
+        })?;
+        let client = match (c.client.workers, c.client.load, c.client.rate_ops_per_s) {
+            (Some(n), None, None) => {
+                check("client.workers", n >= 1, || "must be at least 1".into())?;
+                ClientMode::Closed { workers: n }
+            }
+            (None, Some(l), None) => {
+                check("client.load", l.is_finite() && l > 0.0 && l <= 64.0, || {
+                    format!("must be in (0, 64], got {l}")
+                })?;
+                ClientMode::Load { load: l }
+            }
+            (None, None, Some(r)) => {
+                check("client.rate_ops_per_s", r.is_finite() && r > 0.0, || {
+                    format!("must be positive, got {r}")
+                })?;
+                ClientMode::Open { rate_ops_per_s: r }
+            }
+            (None, None, None) => ClientMode::Closed { workers: 16 },
+            _ => {
+                return Err(ConfigError::new(
+                    "client",
+                    "give exactly one of workers, load or rate_ops_per_s",
+                ))
+            }
+        };
+        check(
+            "client.think_time_us",
+            c.client.think_time_us.is_finite() && c.client.think_time_us >= 0.0,
+            || format!("must be zero or positive, got {}", c.client.think_time_us),
+        )?;
+        let params = params_from_toml(&c.params)?;
+        Ok(Resolved {
+            cfg: c.clone(),
+            devices,
+            working_set,
+            volume_blocks,
+            params,
+            client,
+        })
+    }
+}
+
+/// Parameters of the caching building block, which classic caching
+/// accepts; used to probe Load-1.0 with the experiment's cache settings.
+pub const CACHE_PARAMS: &[&str] = &[
+    "cache_blocks",
+    "replacement",
+    "write_mode",
+    "fill",
+    "wa_write_hit",
+    "dirty_high_ratio",
+    "dirty_low_ratio",
+    "flush_max_inflight",
+];
+
+/// Workers for Load-`load` given Load-1.0 = `unit` workers: the nearest
+/// integer, ties toward fewer workers, at least one.
+pub fn workers_for_load(load: f64, unit: u32) -> u32 {
+    ((load * unit as f64 - 0.5).ceil() as u32).max(1)
+}

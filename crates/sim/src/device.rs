@@ -1,0 +1,253 @@
+//! Device models in virtual time.
+//!
+//! A device is a two-stage pipeline, which fixes each operation's completion
+//! time when it is submitted (no per-device events):
+//!
+//! 1. The **pipe**: one FIFO server shared by every operation. Its cost per
+//!    operation is `fixed + bytes * per_byte`, separately for reads and
+//!    writes, so it carries the device's peak IOPS and bandwidth and the
+//!    read/write asymmetry. Writes can slow later reads (interference), many
+//!    concurrent writes can slow each other (contention, as on Optane DCPM),
+//!    and a garbage-collection pause can block it every N written bytes.
+//! 2. The **channels**: the rest of the operation's latency, served on one
+//!    of `channels` FIFO servers chosen by a hash of the address (internal
+//!    parallelism: dies, heads), or with no queueing when `channels` is 0.
+//!
+//! Throughput therefore rises with concurrency until the pipe (or the
+//! channels) saturate, as in the Orthus paper's Figure 2. A fixed-rate
+//! device (R ops/s, one at a time) is the pipe alone with cost 1/R; it
+//! exists to check the simulator against the paper's analytical model.
+
+use tiermux_core::rng::splitmix64;
+use tiermux_core::Op;
+
+/// Cost of one direction: `fixed_ns + bytes * ns_per_byte` for each stage.
+#[derive(Clone, Copy, Debug, PartialEq, Default, serde::Serialize)]
+pub struct DirModel {
+    /// Pipe cost per operation, ns.
+    pub pipe_fixed_ns: f64,
+    /// Pipe cost per byte, ns.
+    pub pipe_ns_per_byte: f64,
+    /// Channel (latency) cost per operation, ns.
+    pub access_fixed_ns: f64,
+    /// Channel cost per byte, ns.
+    pub access_ns_per_byte: f64,
+}
+
+impl DirModel {
+    /// Pipe time of an operation of `bytes`, ns.
+    pub fn pipe_ns(&self, bytes: u64) -> f64 {
+        (self.pipe_fixed_ns + bytes as f64 * self.pipe_ns_per_byte).max(0.0)
+    }
+    /// Channel time of an operation of `bytes`, ns.
+    pub fn access_ns(&self, bytes: u64) -> f64 {
+        (self.access_fixed_ns + bytes as f64 * self.access_ns_per_byte).max(0.0)
+    }
+}
+
+/// Everything that defines a device's timing.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct DeviceModel {
+    /// Reads.
+    pub read: DirModel,
+    /// Writes.
+    pub write: DirModel,
+    /// Channel count; 0 means the latency stage never queues.
+    pub channels: u32,
+    /// Read pipe cost grows by this factor times the recent write fraction.
+    pub write_interference: f64,
+    /// Writes in flight above which write pipe cost grows (0 = never).
+    pub write_contention_threads: u32,
+    /// Growth of write pipe cost per `write_contention_threads` extra writers.
+    pub write_contention_factor: f64,
+    /// A pause of `gc_pause_ns` blocks the pipe after every this many written bytes (0 = never).
+    pub gc_every_bytes: u64,
+    /// Length of a garbage-collection pause, ns.
+    pub gc_pause_ns: f64,
+}
+
+impl DeviceModel {
+    /// A device that serves `ops_per_s` operations per second, one at a time,
+    /// whatever their size or direction.
+    pub fn fixed_rate(ops_per_s: f64) -> Self {
+        let d = DirModel {
+            pipe_fixed_ns: 1e9 / ops_per_s,
+            ..DirModel::default()
+        };
+        DeviceModel {
+            read: d,
+            write: d,
+            channels: 0,
+            write_interference: 0.0,
+            write_contention_threads: 0,
+            write_contention_factor: 0.0,
+            gc_every_bytes: 0,
+            gc_pause_ns: 0.0,
+        }
+    }
+}
+
+/// Cumulative counters of a simulated device.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceCounters {
+    /// Completed-or-submitted reads.
+    pub read_ops: u64,
+    /// Submitted writes.
+    pub write_ops: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Time the pipe was busy, ns.
+    pub busy_ns: f64,
+    /// Bytes written per purpose (client, admit, flush, migrate).
+    pub write_bytes_by_purpose: [u64; 4],
+    /// Bytes read per purpose.
+    pub read_bytes_by_purpose: [u64; 4],
+    /// Garbage-collection pauses taken.
+    pub gc_pauses: u64,
+}
+
+/// A simulated device: a model plus its queue state.
+#[derive(Clone, Debug)]
+pub struct SimDevice {
+    /// The timing model.
+    pub model: DeviceModel,
+    pipe_free_ns: f64,
+    channel_free_ns: Vec<f64>,
+    write_fraction: f64,
+    written_since_gc: u64,
+    inflight_reads: u32,
+    inflight_writes: u32,
+    /// Cumulative counters.
+    pub counters: DeviceCounters,
+}
+
+const WRITE_EWMA_WEIGHT: f64 = 1.0 / 64.0;
+
+impl SimDevice {
+    /// An idle device.
+    pub fn new(model: DeviceModel) -> Self {
+        let channels = model.channels as usize;
+        SimDevice {
+            model,
+            pipe_free_ns: 0.0,
+            channel_free_ns: vec![0.0; channels],
+            write_fraction: 0.0,
+            written_since_gc: 0,
+            inflight_reads: 0,
+            inflight_writes: 0,
+            counters: DeviceCounters::default(),
+        }
+    }
+
+    /// Operations in flight (reads, writes).
+    pub fn inflight(&self) -> (u32, u32) {
+        (self.inflight_reads, self.inflight_writes)
+    }
+
+    /// Submits an operation at `now_ns`; returns its completion time, ns.
+    /// `purpose` indexes the per-purpose byte counters.
+    #[inline]
+    pub fn submit(&mut self, now_ns: u64, dir: Op, bytes: u64, addr: u64, purpose: usize) -> u64 {
+        let m = &self.model;
+        let now = now_ns as f64;
+        let (dm, is_write) = match dir {
+            Op::Read => (&m.read, false),
+            Op::Write => (&m.write, true),
+        };
+        let mut pipe = dm.pipe_ns(bytes);
+        if is_write {
+            if m.write_contention_threads > 0 && self.inflight_writes >= m.write_contention_threads
+            {
+                let extra = (self.inflight_writes + 1 - m.write_contention_threads) as f64;
+                pipe *= 1.0 + m.write_contention_factor * extra / m.write_contention_threads as f64;
+            }
+        } else if m.write_interference > 0.0 {
+            pipe *= 1.0 + m.write_interference * self.write_fraction;
+        }
+        let w = if is_write { 1.0 } else { 0.0 };
+        self.write_fraction += WRITE_EWMA_WEIGHT * (w - self.write_fraction);
+        let start = now.max(self.pipe_free_ns);
+        let mut pipe_done = start + pipe;
+        self.counters.busy_ns += pipe;
+        if is_write && m.gc_every_bytes > 0 {
+            self.written_since_gc += bytes;
+            if self.written_since_gc >= m.gc_every_bytes {
+                self.written_since_gc -= m.gc_every_bytes;
+                pipe_done += m.gc_pause_ns;
+                self.counters.busy_ns += m.gc_pause_ns;
+                self.counters.gc_pauses += 1;
+            }
+        }
+        self.pipe_free_ns = pipe_done;
+        let access = dm.access_ns(bytes);
+        let done = if self.channel_free_ns.is_empty() {
+            pipe_done + access
+        } else {
+            let c = (splitmix64(addr) % self.channel_free_ns.len() as u64) as usize;
+            let d = pipe_done.max(self.channel_free_ns[c]) + access;
+            self.channel_free_ns[c] = d;
+            d
+        };
+        if is_write {
+            self.inflight_writes += 1;
+            self.counters.write_ops += 1;
+            self.counters.write_bytes += bytes;
+            self.counters.write_bytes_by_purpose[purpose] += bytes;
+        } else {
+            self.inflight_reads += 1;
+            self.counters.read_ops += 1;
+            self.counters.read_bytes += bytes;
+            self.counters.read_bytes_by_purpose[purpose] += bytes;
+        }
+        // Round up so that a positive service time never completes "now".
+        (done.ceil() as u64).max(now_ns + 1)
+    }
+
+    /// Notes that an operation submitted earlier has completed.
+    #[inline]
+    pub fn complete(&mut self, dir: Op) {
+        match dir {
+            Op::Read => self.inflight_reads -= 1,
+            Op::Write => self.inflight_writes -= 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_rate_serves_one_at_a_time() {
+        let mut d = SimDevice::new(DeviceModel::fixed_rate(1000.0));
+        assert_eq!(d.submit(0, Op::Read, 4096, 0, 0), 1_000_000);
+        assert_eq!(d.submit(0, Op::Write, 65536, 1, 0), 2_000_000);
+        assert_eq!(d.submit(5_000_000, Op::Read, 1, 2, 0), 6_000_000);
+    }
+
+    #[test]
+    fn channels_queue_by_address() {
+        let mut m = DeviceModel::fixed_rate(1e9);
+        m.read.pipe_fixed_ns = 0.0;
+        m.read.access_fixed_ns = 100.0;
+        m.channels = 2;
+        let mut d = SimDevice::new(m);
+        let a = d.submit(0, Op::Read, 4096, 7, 0);
+        let b = d.submit(0, Op::Read, 4096, 7, 0);
+        assert_eq!((a, b), (100, 200), "same address, same channel: FIFO");
+    }
+
+    #[test]
+    fn gc_pauses_the_pipe() {
+        let mut m = DeviceModel::fixed_rate(1e6);
+        m.gc_every_bytes = 8192;
+        m.gc_pause_ns = 50_000.0;
+        let mut d = SimDevice::new(m);
+        d.submit(0, Op::Write, 4096, 0, 0);
+        let t = d.submit(0, Op::Write, 4096, 0, 0);
+        assert_eq!(t, 2_000 + 50_000);
+        assert_eq!(d.counters.gc_pauses, 1);
+    }
+}

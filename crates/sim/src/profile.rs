@@ -1,0 +1,382 @@
+//! Device profiles: calibration targets from the papers, and the device
+//! models derived from them.
+//!
+//! A profile states what a device does, in the units the papers use: QD1
+//! read/write latency at 4 KiB (and 16 KiB when known) and peak bandwidth
+//! (32 threads) at 4 KiB (and 16 KiB). [`Profile::model`] derives the
+//! pipe-and-channels [`DeviceModel`] that reproduces those points exactly
+//! (see `docs/profiles.md`):
+//!
+//! - pipe cost per operation `p(s) = s / bandwidth(s)`, linear in `s`
+//!   through the two bandwidth points (one point: pure per-byte cost);
+//! - remaining latency `a(s) = latency(s) - p(s)`, linear through the two
+//!   latency points (one point: the extra bytes of larger operations stream
+//!   at `qd1_gb_per_s`, the single-stream bandwidth, which defaults to the
+//!   peak bandwidth).
+//!
+//! Profiles can also be written in TOML (see [`ProfileSpec`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::{DeviceModel, DirModel};
+
+/// Calibration targets of one direction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DirTargets {
+    /// QD1 latency of a 4 KiB operation, µs.
+    pub latency_us_4k: f64,
+    /// QD1 latency of a 16 KiB operation, µs (optional).
+    #[serde(default)]
+    pub latency_us_16k: Option<f64>,
+    /// Peak (32-thread) bandwidth at 4 KiB, GB/s (10^9 bytes per second).
+    pub gb_per_s_4k: f64,
+    /// Peak bandwidth at 16 KiB, GB/s (optional).
+    #[serde(default)]
+    pub gb_per_s_16k: Option<f64>,
+    /// Single-stream bandwidth for the latency of large operations, GB/s
+    /// (optional; defaults to the peak bandwidth).
+    #[serde(default)]
+    pub qd1_gb_per_s: Option<f64>,
+}
+
+/// A device profile as written in TOML or built in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSpec {
+    /// Short name used in configs.
+    pub name: String,
+    /// What device this is.
+    #[serde(default)]
+    pub description: String,
+    /// Where the numbers come from.
+    pub source: String,
+    /// Reads.
+    pub read: DirTargets,
+    /// Writes.
+    pub write: DirTargets,
+    /// Channels of the latency stage (0 = no queueing there).
+    #[serde(default)]
+    pub channels: u32,
+    /// Read slowdown factor times the recent write fraction.
+    #[serde(default)]
+    pub write_interference: f64,
+    /// Concurrent writes beyond which writes slow each other (0 = never).
+    #[serde(default)]
+    pub write_contention_threads: u32,
+    /// Slowdown per `write_contention_threads` extra concurrent writers.
+    #[serde(default)]
+    pub write_contention_factor: f64,
+    /// Garbage-collection pause every this many MB written (0 = never).
+    #[serde(default)]
+    pub gc_every_mb: f64,
+    /// Length of a garbage-collection pause, µs.
+    #[serde(default)]
+    pub gc_pause_us: f64,
+    /// Serve this many ops/s one at a time, whatever the size (the paper's
+    /// analytical model); overrides the targets.
+    #[serde(default)]
+    pub fixed_rate_ops_per_s: Option<f64>,
+}
+
+/// Why a profile is unusable.
+#[derive(Debug, thiserror::Error)]
+#[error("profile '{profile}': field '{field}': {message}")]
+pub struct ProfileError {
+    /// Profile name.
+    pub profile: String,
+    /// Offending field.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn positive(profile: &str, field: &str, v: f64) -> Result<(), ProfileError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(ProfileError {
+            profile: profile.into(),
+            field: field.into(),
+            message: format!("must be a positive number, got {v}"),
+        })
+    }
+}
+
+fn non_negative(profile: &str, field: &str, v: f64) -> Result<(), ProfileError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(ProfileError {
+            profile: profile.into(),
+            field: field.into(),
+            message: format!("must be zero or positive, got {v}"),
+        })
+    }
+}
+
+fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, ProfileError> {
+    let f = |name: &str| format!("{dir}.{name}");
+    positive(profile, &f("latency_us_4k"), t.latency_us_4k)?;
+    positive(profile, &f("gb_per_s_4k"), t.gb_per_s_4k)?;
+    if let Some(v) = t.latency_us_16k {
+        positive(profile, &f("latency_us_16k"), v)?;
+    }
+    if let Some(v) = t.gb_per_s_16k {
+        positive(profile, &f("gb_per_s_16k"), v)?;
+    }
+    if let Some(v) = t.qd1_gb_per_s {
+        positive(profile, &f("qd1_gb_per_s"), v)?;
+    }
+    const S4: f64 = 4096.0;
+    const S16: f64 = 16384.0;
+    // Pipe: p(s) = fixed + s * per_byte, through the bandwidth points (ns).
+    let p4 = S4 / t.gb_per_s_4k;
+    let (pipe_fixed, pipe_per_byte) = match t.gb_per_s_16k {
+        Some(b16) => {
+            let p16 = S16 / b16;
+            let per_byte = ((p16 - p4) / (S16 - S4)).max(0.0);
+            (p4 - S4 * per_byte, per_byte)
+        }
+        None => (0.0, 1.0 / t.gb_per_s_4k),
+    };
+    let pipe = |s: f64| pipe_fixed + s * pipe_per_byte;
+    // Latency: L(s) linear through the latency points (ns).
+    let l4 = t.latency_us_4k * 1e3;
+    let lat_per_byte = match t.latency_us_16k {
+        Some(l16) => ((l16 * 1e3 - l4) / (S16 - S4)).max(0.0),
+        None => 1.0 / t.qd1_gb_per_s.unwrap_or(1.0 / pipe_per_byte.max(1e-12)),
+    };
+    let lat = |s: f64| l4 + (s - S4) * lat_per_byte;
+    // Access stage: the latency not spent in the pipe, never negative.
+    let a4 = (lat(S4) - pipe(S4)).max(0.0);
+    let a16 = (lat(S16) - pipe(S16)).max(0.0);
+    let access_per_byte = (a16 - a4) / (S16 - S4);
+    Ok(DirModel {
+        pipe_fixed_ns: pipe_fixed,
+        pipe_ns_per_byte: pipe_per_byte,
+        access_fixed_ns: a4 - S4 * access_per_byte,
+        access_ns_per_byte: access_per_byte,
+    })
+}
+
+impl ProfileSpec {
+    /// Checks the profile and derives its device model.
+    pub fn model(&self) -> Result<DeviceModel, ProfileError> {
+        let n = self.name.as_str();
+        if let Some(r) = self.fixed_rate_ops_per_s {
+            positive(n, "fixed_rate_ops_per_s", r)?;
+            return Ok(DeviceModel::fixed_rate(r));
+        }
+        non_negative(n, "write_interference", self.write_interference)?;
+        non_negative(n, "write_contention_factor", self.write_contention_factor)?;
+        non_negative(n, "gc_every_mb", self.gc_every_mb)?;
+        non_negative(n, "gc_pause_us", self.gc_pause_us)?;
+        Ok(DeviceModel {
+            read: derive_dir(n, "read", &self.read)?,
+            write: derive_dir(n, "write", &self.write)?,
+            channels: self.channels,
+            write_interference: self.write_interference,
+            write_contention_threads: self.write_contention_threads,
+            write_contention_factor: self.write_contention_factor,
+            gc_every_bytes: (self.gc_every_mb * 1e6) as u64,
+            gc_pause_ns: self.gc_pause_us * 1e3,
+        })
+    }
+}
+
+fn dir(
+    latency_us_4k: f64,
+    latency_us_16k: Option<f64>,
+    gb_4k: f64,
+    gb_16k: Option<f64>,
+) -> DirTargets {
+    DirTargets {
+        latency_us_4k,
+        latency_us_16k,
+        gb_per_s_4k: gb_4k,
+        gb_per_s_16k: gb_16k,
+        qd1_gb_per_s: None,
+    }
+}
+
+fn spec(
+    name: &str,
+    description: &str,
+    source: &str,
+    read: DirTargets,
+    write: DirTargets,
+) -> ProfileSpec {
+    ProfileSpec {
+        name: name.into(),
+        description: description.into(),
+        source: source.into(),
+        read,
+        write,
+        channels: 0,
+        write_interference: 0.0,
+        write_contention_threads: 0,
+        write_contention_factor: 0.0,
+        gc_every_mb: 0.0,
+        gc_pause_us: 0.0,
+        fixed_rate_ops_per_s: None,
+    }
+}
+
+const ORTHUS_T1: &str = "Orthus (FAST '21) Table 1";
+const MOST_T1: &str = "MOST Table 1 (QD1 read latency; 32-thread bandwidth)";
+
+/// The built-in profiles.
+pub fn builtin_profiles() -> Vec<ProfileSpec> {
+    let mut v = Vec::new();
+    let mut dram = spec(
+        "dram",
+        "DDR4 DRAM (SK Hynix 16 GB)",
+        "Orthus Table 1: 80 ns, 15 GB/s read and write. Assumed: one stream moves 6 GB/s (non-temporal copies), which sets the QD1 latency of a 4 KiB block",
+        dir(0.08, None, 15.0, None),
+        dir(0.08, None, 15.0, None),
+    );
+    dram.read.qd1_gb_per_s = Some(6.0);
+    dram.write.qd1_gb_per_s = Some(6.0);
+    v.push(dram);
+    let mut nvm = spec(
+        "nvm",
+        "Intel Optane DCPM 128 GB, App Direct",
+        "Orthus Table 1: 300 ns, 6.8 GB/s read, 2.3 GB/s write. Assumed from Yang et al. (FAST '20): one stream reads 2.2 GB/s and writes 1.2 GB/s, and write bandwidth falls beyond 4 concurrent writers (Orthus Fig. 2: NVM/Optane writes invert under load); reads slow under concurrent writes",
+        dir(0.3, None, 6.8, None),
+        dir(0.3, None, 2.3, None),
+    );
+    nvm.read.qd1_gb_per_s = Some(2.2);
+    nvm.write.qd1_gb_per_s = Some(1.2);
+    nvm.write_contention_threads = 4;
+    nvm.write_contention_factor = 0.25;
+    nvm.write_interference = 1.0;
+    v.push(nvm);
+    v.push(spec(
+        "optane-905p",
+        "Intel Optane SSD 905P (low-latency SSD, PCIe 3)",
+        &format!("{ORTHUS_T1}: 10 µs, 2.5 GB/s read, 2.3 GB/s write"),
+        dir(10.0, None, 2.5, None),
+        dir(10.0, None, 2.3, None),
+    ));
+    v.push(spec(
+        "flash-970pro",
+        "Samsung 970 Pro NVMe Flash SSD (PCIe 3)",
+        &format!("{ORTHUS_T1}: 80 µs, ~3.0 GB/s read, ~2.0 GB/s write"),
+        dir(80.0, None, 3.0, None),
+        dir(80.0, None, 2.0, None),
+    ));
+    v.push(spec(
+        "sata-520",
+        "Intel 520 SATA Flash SSD",
+        &format!("{ORTHUS_T1}: 180 µs, 0.5 GB/s read and write"),
+        dir(180.0, None, 0.5, None),
+        dir(180.0, None, 0.5, None),
+    ));
+    v.push(spec(
+        "optane-p4800x",
+        "Intel Optane SSD P4800X 750 GB",
+        &format!("{MOST_T1}: 11/18 µs, read 2.2/2.4 GB/s, write 2.2/2.2 GB/s at 4/16 KiB; write latency taken equal to read"),
+        dir(11.0, Some(18.0), 2.2, Some(2.4)),
+        dir(11.0, Some(18.0), 2.2, Some(2.2)),
+    ));
+    v.push(spec(
+        "nvme-pcie4",
+        "PCIe 4.0 NVMe Flash SSD",
+        &format!("{MOST_T1}: 66/86 µs, read 1.5/3.3 GB/s, write 1.9/2.3 GB/s at 4/16 KiB; write latency assumed 20/30 µs (flash writes complete in the device buffer)"),
+        dir(66.0, Some(86.0), 1.5, Some(3.3)),
+        dir(20.0, Some(30.0), 1.9, Some(2.3)),
+    ));
+    v.push(spec(
+        "nvme-pcie3",
+        "Samsung 960 NVMe Flash SSD 1 TB (PCIe 3.0)",
+        &format!("{MOST_T1}: 82/90 µs, read 1.0/1.6 GB/s, write 1.5/1.6 GB/s at 4/16 KiB; write latency assumed 20/30 µs (flash writes complete in the device buffer)"),
+        dir(82.0, Some(90.0), 1.0, Some(1.6)),
+        dir(20.0, Some(30.0), 1.5, Some(1.6)),
+    ));
+    v.push(spec(
+        "nvme-rdma",
+        "PCIe 4.0 NVMe Flash SSD over RDMA (25 Gbps)",
+        &format!("{MOST_T1}: 88/114 µs, read 1.2/2.7 GB/s, write 1.7/2.3 GB/s at 4/16 KiB; write latency assumed 30/45 µs (buffered flash write plus the network round trip)"),
+        dir(88.0, Some(114.0), 1.2, Some(2.7)),
+        dir(30.0, Some(45.0), 1.7, Some(2.3)),
+    ));
+    v.push(spec(
+        "sata-870",
+        "Samsung 870 SATA Flash SSD 1 TB",
+        &format!("{MOST_T1}: 104/146 µs, read 0.38/0.5 GB/s, write 0.38/0.5 GB/s at 4/16 KiB; write latency assumed 40/60 µs (buffered flash write over SATA)"),
+        dir(104.0, Some(146.0), 0.38, Some(0.5)),
+        dir(40.0, Some(60.0), 0.38, Some(0.5)),
+    ));
+    let mut hdd = spec(
+        "hdd",
+        "7200 rpm hard disk",
+        "No paper table. Assumed: 4.2 ms average seek + 4.2 ms half rotation = 8.4 ms per random access, one head (1 channel), 200 MB/s media rate",
+        dir(8400.0, None, 0.2, None),
+        dir(8400.0, None, 0.2, None),
+    );
+    hdd.channels = 1;
+    v.push(hdd);
+    for mb in [50.0, 25.0, 10.0] {
+        v.push(spec(
+            &format!("flashsim-{}", mb as u32),
+            &format!("FlashSim-emulated flash device limited to {mb} MB/s"),
+            &format!("Orthus §6.1: FlashSim devices with maximum speeds of 50, 25 and 10 MB/s (this one {mb} MB/s). Assumed: 100 µs access latency"),
+            dir(100.0 + 4096.0 / mb, None, mb / 1e3, None),
+            dir(100.0 + 4096.0 / mb, None, mb / 1e3, None),
+        ));
+    }
+    v
+}
+
+/// Looks up a built-in profile, or a `fixed:R` fixed-rate device of R ops/s.
+pub fn find_builtin(name: &str) -> Option<ProfileSpec> {
+    if let Some(rate) = name.strip_prefix("fixed:") {
+        let r: f64 = rate.parse().ok()?;
+        let mut s = spec(
+            name,
+            "fixed-rate device for the analytical model",
+            "Orthus §3.1: a device that performs at a fixed rate R ops/s",
+            DirTargets::default(),
+            DirTargets::default(),
+        );
+        s.fixed_rate_ops_per_s = Some(r);
+        return Some(s);
+    }
+    builtin_profiles().into_iter().find(|p| p.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_derives() {
+        for p in builtin_profiles() {
+            let m = p.model().unwrap_or_else(|e| panic!("{e}"));
+            for d in [m.read, m.write] {
+                assert!(d.pipe_ns(4096) > 0.0, "{}", p.name);
+                assert!(d.access_ns(4096) >= 0.0, "{}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn two_point_profile_is_exact_on_paper() {
+        let m = find_builtin("nvme-pcie4").unwrap().model().unwrap();
+        // Peak bandwidth: size / pipe time.
+        assert!((4096.0 / m.read.pipe_ns(4096) - 1.5).abs() < 1e-9);
+        assert!((16384.0 / m.read.pipe_ns(16384) - 3.3).abs() < 1e-9);
+        // QD1 latency: pipe + access.
+        assert!((m.read.pipe_ns(4096) + m.read.access_ns(4096) - 66_000.0).abs() < 1e-6);
+        assert!((m.read.pipe_ns(16384) + m.read.access_ns(16384) - 86_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bad_numbers_name_the_field() {
+        let mut p = find_builtin("optane-905p").unwrap();
+        p.read.gb_per_s_4k = -1.0;
+        let e = p.model().unwrap_err();
+        assert_eq!(e.field, "read.gb_per_s_4k");
+    }
+}

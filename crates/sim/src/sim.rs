@@ -1,0 +1,809 @@
+//! The discrete-event simulator: runs a policy (through the core's
+//! dispatcher) over simulated devices, clients and a workload, in virtual
+//! time, deterministically for a given seed.
+//!
+//! Every block carries a version. Writes create versions; each simulated
+//! device stores, per address, the version last written there; a read
+//! returns what its device holds when it completes. The always-on checker
+//! verifies that every read returns a version at least as new as the last
+//! acknowledged write of its block (and one that was actually written), so a
+//! policy that serves stale data fails every run, not only in tests.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use serde::Serialize;
+use tiermux_core::policy::{DeviceSpec, VolumeSpec};
+use tiermux_core::rng::Rng;
+use tiermux_core::{
+    build_policy, Access, Dispatcher, Histogram, ObservationBuilder, Op, Outcome, Purpose, NO_TAG,
+};
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use crate::config::{
+    workers_for_load, ClientMode, ClientSpec, ConfigError, Resolved, SimConfig, CACHE_PARAMS,
+};
+use crate::device::{DeviceCounters, SimDevice};
+use crate::workload::Workload;
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The configuration is invalid.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// The policy could not be built.
+    #[error("{0}")]
+    Policy(#[from] tiermux_core::PolicyError),
+    /// A read returned stale data: a policy bug.
+    #[error("consistency violation: {0}")]
+    Consistency(String),
+}
+
+/// Steady-state figures of one device.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DeviceResult {
+    /// Profile name.
+    pub name: String,
+    /// Operations per second.
+    pub ops_per_s: f64,
+    /// Bytes per second, both directions.
+    pub bytes_per_s: f64,
+    /// Bytes read per second.
+    pub read_bytes_per_s: f64,
+    /// Bytes written per second.
+    pub write_bytes_per_s: f64,
+    /// Fraction of time the device's pipe was busy.
+    pub utilization: f64,
+    /// Bytes written to admit data (cache fills).
+    pub admitted_bytes: u64,
+    /// Bytes written by flushes.
+    pub flushed_bytes: u64,
+    /// Bytes written by migrations.
+    pub migrated_bytes: u64,
+    /// Bytes written in total.
+    pub written_bytes: u64,
+}
+
+/// One time-series sample.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Sample {
+    /// End of the sample interval, s.
+    pub t_s: f64,
+    /// Completed client requests per second.
+    pub throughput_ops_per_s: f64,
+    /// Mean client latency, µs.
+    pub mean_latency_us: f64,
+    /// Read hit ratio of the interval (NaN without classified reads).
+    pub hit_ratio: f64,
+    /// Bytes per second per device.
+    pub device_bytes_per_s: Vec<f64>,
+    /// Active closed-loop workers (or the open-loop rate multiplier).
+    pub load: f64,
+    /// Controller variables.
+    pub controller: Vec<(String, f64)>,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunResult {
+    /// Policy name.
+    pub policy: String,
+    /// Steady-state client requests per second.
+    pub throughput_ops_per_s: f64,
+    /// Steady-state client bytes per second.
+    pub throughput_bytes_per_s: f64,
+    /// Mean latency, µs.
+    pub mean_latency_us: f64,
+    /// Median latency, µs.
+    pub p50_latency_us: f64,
+    /// 99th percentile latency, µs.
+    pub p99_latency_us: f64,
+    /// 99.9th percentile latency, µs.
+    pub p999_latency_us: f64,
+    /// Read hit ratio (NaN when the policy does not classify reads).
+    pub hit_ratio: f64,
+    /// Requests completed in the steady state.
+    pub requests: u64,
+    /// Closed-loop workers (0 for open loop).
+    pub workers: u32,
+    /// Working-set size, blocks.
+    pub working_set_blocks: u64,
+    /// Per-device figures.
+    pub devices: Vec<DeviceResult>,
+    /// Controller variables at the end.
+    pub controller: Vec<(String, f64)>,
+    /// Time series.
+    pub samples: Vec<Sample>,
+    /// Reads checked by the version checker.
+    pub reads_checked: u64,
+    /// Open-loop arrivals dropped because too many requests were queued.
+    pub dropped_requests: u64,
+    /// Simulated events processed.
+    pub events: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Io {
+        flight: u32,
+        index: u8,
+        device: u8,
+        dir: Op,
+        addr: u64,
+        data: u32,
+        submitted_ns: u64,
+    },
+    Issue {
+        worker: u32,
+    },
+    Arrival,
+    Tick,
+    Sample,
+    LoadChange,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Event {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Sub {
+    req: u32,
+    block: u64,
+    version: u32,
+    min_version: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Req {
+    start_ns: u64,
+    op: Option<Op>,
+    blocks_left: u32,
+    bytes: u64,
+    worker: u32,
+}
+
+/// Counters that are snapshotted at the end of warm-up.
+#[derive(Clone, Default)]
+struct Window {
+    requests: u64,
+    bytes: u64,
+    latency: Histogram,
+    read_hits: u64,
+    read_misses: u64,
+}
+
+const MAX_OPEN_OUTSTANDING: usize = 1 << 20;
+
+/// A simulation in progress.
+pub struct Simulator {
+    r: Resolved,
+    dispatcher: Dispatcher,
+    devices: Vec<SimDevice>,
+    content: Vec<Vec<u32>>,
+    issued: Vec<u32>,
+    acked: Vec<u32>,
+    workload: Workload,
+    events: BinaryHeap<Reverse<Event>>,
+    seq: u64,
+    now: u64,
+    subs: Vec<Sub>,
+    free_subs: Vec<u32>,
+    reqs: Vec<Req>,
+    free_reqs: Vec<u32>,
+    obs: ObservationBuilder,
+    tick_ns: Option<u64>,
+    block_size: u64,
+    warmup_ns: u64,
+    end_ns: u64,
+    measuring: bool,
+    window: Window,
+    dev_at_warmup: Vec<DeviceCounters>,
+    sample_ns: u64,
+    sample_acc: Window,
+    sample_dev_bytes: Vec<u64>,
+    samples: Vec<Sample>,
+    running_workers: u32,
+    retiring: u32,
+    next_worker: u32,
+    open_rate: f64,
+    load_factor: f64,
+    rng: Rng,
+    reads_checked: u64,
+    dropped: u64,
+    events_processed: u64,
+    violation: Option<String>,
+}
+
+impl Simulator {
+    /// Builds a simulator for a validated configuration.
+    pub fn new(r: Resolved) -> Result<Self, SimError> {
+        let cfg = &r.cfg;
+        let devices_spec: Vec<DeviceSpec> = r
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| DeviceSpec {
+                name: name.clone(),
+                capacity_blocks: if i == 0 {
+                    cfg.cache_blocks
+                } else {
+                    r.volume_blocks
+                },
+            })
+            .collect();
+        let volume = VolumeSpec {
+            num_blocks: r.volume_blocks,
+            block_size: cfg.block_size,
+            devices: devices_spec,
+        };
+        let policy = build_policy(&cfg.policy, &r.params, &volume, cfg.seed)?;
+        let tick_ns = policy.tick_interval_ns();
+        let content = (0..r.devices.len())
+            .map(|d| vec![0u32; policy.address_space(d) as usize])
+            .collect();
+        let home = (r.devices.len() - 1) as u8;
+        let dispatcher = Dispatcher::new(policy, home);
+        let devices: Vec<SimDevice> = r
+            .devices
+            .iter()
+            .map(|(_, m)| SimDevice::new(m.clone()))
+            .collect();
+        let n_dev = devices.len();
+        let workload = Workload::new(
+            &cfg.workload,
+            r.working_set,
+            r.volume_blocks,
+            cfg.seed ^ 0x5157,
+        );
+        let warmup_ns = (cfg.warmup_s * 1e9) as u64;
+        let end_ns = (cfg.duration_s * 1e9) as u64;
+        Ok(Simulator {
+            dispatcher,
+            devices,
+            content,
+            issued: vec![0; r.volume_blocks as usize],
+            acked: vec![0; r.volume_blocks as usize],
+            workload,
+            events: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            subs: Vec::new(),
+            free_subs: Vec::new(),
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            obs: ObservationBuilder::new(n_dev, 0),
+            tick_ns,
+            block_size: cfg.block_size as u64,
+            warmup_ns,
+            end_ns,
+            measuring: warmup_ns == 0,
+            window: Window::default(),
+            dev_at_warmup: vec![DeviceCounters::default(); n_dev],
+            sample_ns: ((cfg.sample_interval_ms * 1e6) as u64).max(1),
+            sample_acc: Window::default(),
+            sample_dev_bytes: vec![0; n_dev],
+            samples: Vec::new(),
+            running_workers: 0,
+            retiring: 0,
+            next_worker: 0,
+            open_rate: 0.0,
+            load_factor: 1.0,
+            rng: Rng::new(cfg.seed ^ 0xC11E),
+            reads_checked: 0,
+            dropped: 0,
+            events_processed: 0,
+            violation: None,
+            r,
+        })
+    }
+
+    #[inline]
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse(Event {
+            t,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn prefill(&mut self) {
+        let n = self.r.cfg.cache_blocks.min(self.r.working_set);
+        for rank in 0..n {
+            let block = self.workload.block_of_rank(rank);
+            if !self.dispatcher.warm(block) {
+                break;
+            }
+        }
+    }
+
+    /// Runs to the end and returns the measurements.
+    pub fn run(mut self) -> Result<RunResult, SimError> {
+        if self.r.cfg.prefill {
+            self.prefill();
+        }
+        let schedule = self.r.cfg.client.schedule.clone();
+        match self.r.client {
+            ClientMode::Closed { workers } => {
+                self.set_workers((workers as f64 * schedule.factor(0.0)).round().max(1.0) as u32);
+            }
+            ClientMode::Open { rate_ops_per_s } => {
+                self.open_rate = rate_ops_per_s;
+                self.load_factor = schedule.factor(0.0);
+                self.push(0, Ev::Arrival);
+            }
+            ClientMode::Load { .. } => unreachable!("load is resolved by run()"),
+        }
+        for t in schedule.change_points(self.r.cfg.duration_s, 0.01) {
+            self.push((t * 1e9) as u64, Ev::LoadChange);
+        }
+        if let Some(t) = self.tick_ns {
+            self.push(t, Ev::Tick);
+        }
+        self.push(self.sample_ns, Ev::Sample);
+        while let Some(Reverse(e)) = self.events.pop() {
+            if e.t > self.end_ns {
+                break;
+            }
+            self.now = e.t;
+            if !self.measuring && self.now >= self.warmup_ns {
+                self.start_measuring();
+            }
+            self.events_processed += 1;
+            match e.ev {
+                Ev::Io {
+                    flight,
+                    index,
+                    device,
+                    dir,
+                    addr,
+                    data,
+                    submitted_ns,
+                } => self.io_done(flight, index, device, dir, addr, data, submitted_ns),
+                Ev::Issue { worker } => self.issue(worker),
+                Ev::Arrival => self.arrival(),
+                Ev::Tick => self.tick(),
+                Ev::Sample => self.sample(),
+                Ev::LoadChange => self.load_change(),
+            }
+            if let Some(v) = self.violation.take() {
+                return Err(SimError::Consistency(v));
+            }
+        }
+        self.now = self.end_ns;
+        if !self.measuring {
+            self.start_measuring();
+        }
+        Ok(self.finish())
+    }
+
+    fn set_workers(&mut self, target: u32) {
+        let effective = self.running_workers - self.retiring;
+        if target > effective {
+            let mut add = target - effective;
+            let cancel = add.min(self.retiring);
+            self.retiring -= cancel;
+            add -= cancel;
+            for _ in 0..add {
+                let w = self.next_worker;
+                self.next_worker += 1;
+                self.running_workers += 1;
+                self.push(self.now, Ev::Issue { worker: w });
+            }
+        } else {
+            self.retiring += effective - target;
+        }
+    }
+
+    fn load_change(&mut self) {
+        let t_s = self.now as f64 / 1e9;
+        let f = self.r.cfg.client.schedule.factor(t_s);
+        match self.r.client {
+            ClientMode::Closed { workers } => {
+                self.set_workers((workers as f64 * f).round().max(1.0) as u32)
+            }
+            ClientMode::Open { .. } | ClientMode::Load { .. } => self.load_factor = f,
+        }
+    }
+
+    fn arrival(&mut self) {
+        let outstanding = self.reqs.len() - self.free_reqs.len();
+        if outstanding < MAX_OPEN_OUTSTANDING {
+            self.issue(u32::MAX);
+        } else {
+            self.dropped += 1;
+        }
+        let rate = self.open_rate * self.load_factor;
+        if rate > 0.0 {
+            let gap = self.rng.exponential(1e9 / rate).max(1.0) as u64;
+            self.push(self.now + gap, Ev::Arrival);
+        }
+    }
+
+    fn issue(&mut self, worker: u32) {
+        let g = self.workload.next(self.now);
+        let rid = match self.free_reqs.pop() {
+            Some(r) => r,
+            None => {
+                self.reqs.push(Req::default());
+                (self.reqs.len() - 1) as u32
+            }
+        };
+        self.reqs[rid as usize] = Req {
+            start_ns: self.now,
+            op: Some(g.op),
+            blocks_left: g.blocks,
+            bytes: g.blocks as u64 * self.block_size,
+            worker,
+        };
+        for i in 0..g.blocks as u64 {
+            let block = g.block + i;
+            let b = block as usize;
+            let (version, min_version) = match g.op {
+                Op::Write => {
+                    self.issued[b] += 1;
+                    (self.issued[b], 0)
+                }
+                Op::Read => (0, self.acked[b]),
+            };
+            let sid = match self.free_subs.pop() {
+                Some(s) => s,
+                None => {
+                    self.subs.push(Sub::default());
+                    (self.subs.len() - 1) as u32
+                }
+            };
+            self.subs[sid as usize] = Sub {
+                req: rid,
+                block,
+                version,
+                min_version,
+            };
+            self.dispatcher
+                .submit(sid as u64, Access { block, op: g.op });
+        }
+        self.drain();
+    }
+
+    fn drain(&mut self) {
+        loop {
+            if let Some(r) = self.dispatcher.pop_ready() {
+                let d = r.io.device as usize;
+                let done = self.devices[d].submit(
+                    self.now,
+                    r.io.dir,
+                    self.block_size,
+                    r.io.addr,
+                    r.io.purpose.index(),
+                );
+                let data = match r.io.dir {
+                    Op::Write if r.io.purpose == Purpose::Client => {
+                        debug_assert_ne!(r.tag, NO_TAG);
+                        self.subs[r.tag as usize].version
+                    }
+                    Op::Write => r.src_payload as u32,
+                    Op::Read => 0,
+                };
+                self.push(
+                    done,
+                    Ev::Io {
+                        flight: r.flight,
+                        index: r.index,
+                        device: r.io.device,
+                        dir: r.io.dir,
+                        addr: r.io.addr,
+                        data,
+                        submitted_ns: self.now,
+                    },
+                );
+            } else if let Some(a) = self.dispatcher.pop_acked() {
+                self.acked_sub(a.tag as u32, a.access.op, a.outcome, a.payload as u32);
+            } else {
+                break;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn io_done(
+        &mut self,
+        flight: u32,
+        index: u8,
+        device: u8,
+        dir: Op,
+        addr: u64,
+        data: u32,
+        submitted_ns: u64,
+    ) {
+        let d = device as usize;
+        self.devices[d].complete(dir);
+        self.obs
+            .device_op(d, dir, self.block_size, self.now - submitted_ns);
+        let payload = match dir {
+            Op::Read => self.content[d][addr as usize] as u64,
+            Op::Write => {
+                self.content[d][addr as usize] = data;
+                0
+            }
+        };
+        self.dispatcher.complete(flight, index, payload);
+        self.drain();
+    }
+
+    fn acked_sub(&mut self, sid: u32, op: Op, outcome: Outcome, payload: u32) {
+        let s = self.subs[sid as usize];
+        self.free_subs.push(sid);
+        let b = s.block as usize;
+        match op {
+            Op::Read => {
+                self.reads_checked += 1;
+                if payload < s.min_version || payload > self.issued[b] {
+                    if self.violation.is_none() {
+                        self.violation = Some(format!(
+                            "policy '{}' at t={} ns: read of block {} returned version {payload}, but version {} was acknowledged before the read (latest written {})",
+                            self.dispatcher.policy().name(),
+                            self.now,
+                            s.block,
+                            s.min_version,
+                            self.issued[b]
+                        ));
+                    }
+                }
+            }
+            Op::Write => {
+                if s.version > self.acked[b] {
+                    self.acked[b] = s.version;
+                }
+            }
+        }
+        self.obs.outcome(op, outcome);
+        if op == Op::Read {
+            for w in [&mut self.window, &mut self.sample_acc] {
+                match outcome {
+                    Outcome::Hit => w.read_hits += 1,
+                    Outcome::Miss => w.read_misses += 1,
+                    Outcome::NotApplicable => {}
+                }
+            }
+        }
+        let req = &mut self.reqs[s.req as usize];
+        req.blocks_left -= 1;
+        if req.blocks_left == 0 {
+            let req = *req;
+            self.free_reqs.push(s.req);
+            self.request_done(req);
+        }
+    }
+
+    fn request_done(&mut self, req: Req) {
+        let lat = self.now - req.start_ns;
+        let op = req.op.expect("request op");
+        self.obs.client_op(op, req.bytes, lat);
+        if self.measuring {
+            self.window.requests += 1;
+            self.window.bytes += req.bytes;
+            self.window.latency.record(lat);
+        }
+        self.sample_acc.requests += 1;
+        self.sample_acc.bytes += req.bytes;
+        self.sample_acc.latency.record(lat);
+        if req.worker != u32::MAX {
+            if self.retiring > 0 {
+                self.retiring -= 1;
+                self.running_workers -= 1;
+            } else {
+                let think = (self.r.cfg.client.think_time_us * 1e3) as u64;
+                if think == 0 {
+                    self.issue(req.worker);
+                } else {
+                    self.push(self.now + think, Ev::Issue { worker: req.worker });
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        for (i, d) in self.devices.iter().enumerate() {
+            let (r, w) = d.inflight();
+            self.obs.inflight(i, r, w);
+        }
+        let obs = self.obs.finish(self.now);
+        self.dispatcher.tick(obs);
+        self.obs.reset();
+        self.drain();
+        if let Some(t) = self.tick_ns {
+            self.push(self.now + t, Ev::Tick);
+        }
+    }
+
+    fn sample(&mut self) {
+        let secs = self.sample_ns as f64 / 1e9;
+        let a = std::mem::take(&mut self.sample_acc);
+        let classified = a.read_hits + a.read_misses;
+        let device_bytes_per_s = self
+            .devices
+            .iter()
+            .zip(self.sample_dev_bytes.iter_mut())
+            .map(|(d, prev)| {
+                let now = d.counters.read_bytes + d.counters.write_bytes;
+                let v = (now - *prev) as f64 / secs;
+                *prev = now;
+                v
+            })
+            .collect();
+        let load = match self.r.client {
+            ClientMode::Closed { .. } => (self.running_workers - self.retiring) as f64,
+            ClientMode::Open { .. } | ClientMode::Load { .. } => self.load_factor,
+        };
+        self.samples.push(Sample {
+            t_s: self.now as f64 / 1e9,
+            throughput_ops_per_s: a.requests as f64 / secs,
+            mean_latency_us: a.latency.mean() / 1e3,
+            hit_ratio: if classified > 0 {
+                a.read_hits as f64 / classified as f64
+            } else {
+                f64::NAN
+            },
+            device_bytes_per_s,
+            load,
+            controller: self.controller_state(),
+        });
+        self.push(self.now + self.sample_ns, Ev::Sample);
+    }
+
+    fn controller_state(&self) -> Vec<(String, f64)> {
+        self.dispatcher
+            .policy()
+            .controller_state()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+
+    fn start_measuring(&mut self) {
+        self.measuring = true;
+        self.window = Window::default();
+        self.dev_at_warmup = self.devices.iter().map(|d| d.counters).collect();
+    }
+
+    fn finish(self) -> RunResult {
+        let secs = (self.end_ns - self.warmup_ns.min(self.end_ns)).max(1) as f64 / 1e9;
+        let w = &self.window;
+        let classified = w.read_hits + w.read_misses;
+        let devices = self
+            .devices
+            .iter()
+            .zip(&self.dev_at_warmup)
+            .zip(&self.r.devices)
+            .map(|((d, s), (name, _))| {
+                let c = d.counters;
+                let rb = c.read_bytes - s.read_bytes;
+                let wb = c.write_bytes - s.write_bytes;
+                let purpose = |p: Purpose| {
+                    c.write_bytes_by_purpose[p.index()] - s.write_bytes_by_purpose[p.index()]
+                };
+                DeviceResult {
+                    name: name.clone(),
+                    ops_per_s: ((c.read_ops + c.write_ops) - (s.read_ops + s.write_ops)) as f64
+                        / secs,
+                    bytes_per_s: (rb + wb) as f64 / secs,
+                    read_bytes_per_s: rb as f64 / secs,
+                    write_bytes_per_s: wb as f64 / secs,
+                    utilization: ((c.busy_ns - s.busy_ns) / 1e9 / secs).min(1.0),
+                    admitted_bytes: purpose(Purpose::Admit),
+                    flushed_bytes: purpose(Purpose::Flush),
+                    migrated_bytes: purpose(Purpose::Migrate),
+                    written_bytes: wb,
+                }
+            })
+            .collect();
+        RunResult {
+            policy: self.r.cfg.policy.clone(),
+            throughput_ops_per_s: w.requests as f64 / secs,
+            throughput_bytes_per_s: w.bytes as f64 / secs,
+            mean_latency_us: w.latency.mean() / 1e3,
+            p50_latency_us: w.latency.quantile(0.5) as f64 / 1e3,
+            p99_latency_us: w.latency.quantile(0.99) as f64 / 1e3,
+            p999_latency_us: w.latency.quantile(0.999) as f64 / 1e3,
+            hit_ratio: if classified > 0 {
+                w.read_hits as f64 / classified as f64
+            } else {
+                f64::NAN
+            },
+            requests: w.requests,
+            workers: match self.r.client {
+                ClientMode::Closed { workers } => workers,
+                ClientMode::Open { .. } | ClientMode::Load { .. } => 0,
+            },
+            working_set_blocks: self.r.working_set,
+            devices,
+            controller: self.controller_state(),
+            samples: self.samples,
+            reads_checked: self.reads_checked,
+            dropped_requests: self.dropped,
+            events: self.events_processed,
+        }
+    }
+}
+
+/// Validates `cfg` and runs it.
+pub fn run(cfg: &SimConfig) -> Result<RunResult, SimError> {
+    let mut r = cfg.resolve()?;
+    if let ClientMode::Load { load } = r.client {
+        let unit = load_unit_workers(cfg)?;
+        r.client = ClientMode::Closed {
+            workers: workers_for_load(load, unit),
+        };
+    }
+    Simulator::new(r)?.run()
+}
+
+fn load_memo() -> &'static Mutex<HashMap<String, u32>> {
+    static MEMO: OnceLock<Mutex<HashMap<String, u32>>> = OnceLock::new();
+    MEMO.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Load-1.0 of a configuration, in workers: the smallest closed-loop
+/// concurrency at which classic caching (with the configuration's cache
+/// settings) reaches 99 % of its maximum throughput on this workload.
+/// Memoized per hierarchy, workload and cache settings.
+pub fn load_unit_workers(cfg: &SimConfig) -> Result<u32, SimError> {
+    let mut probe = cfg.clone();
+    probe.policy = "classic".into();
+    probe
+        .params
+        .retain(|k, _| CACHE_PARAMS.contains(&k.as_str()));
+    probe.client = ClientSpec::default();
+    probe.duration_s = cfg.duration_s.min(0.3);
+    probe.warmup_s = probe.duration_s / 3.0;
+    probe.workload.shift_at_s = None;
+    probe.workload.write_ratio_period_s = None;
+    let key = serde_json::to_string(&probe).expect("config serializes");
+    if let Some(&n) = load_memo().lock().expect("memo").get(&key) {
+        return Ok(n);
+    }
+    let mut curve: Vec<f64> = Vec::new();
+    let mut flat = 0;
+    for n in 1..=64u32 {
+        probe.client.workers = Some(n);
+        let x = Simulator::new(probe.resolve()?)?
+            .run()?
+            .throughput_ops_per_s;
+        flat = match curve.last() {
+            Some(&prev) if x < prev * 1.005 => flat + 1,
+            _ => 0,
+        };
+        curve.push(x);
+        if flat >= 2 {
+            break;
+        }
+    }
+    let max = curve.iter().cloned().fold(0.0, f64::max);
+    let unit = curve.iter().position(|&x| x >= 0.99 * max).unwrap_or(0) as u32 + 1;
+    load_memo().lock().expect("memo").insert(key, unit);
+    Ok(unit)
+}

@@ -1,0 +1,523 @@
+//! Synthetic workloads: which block each request touches, and whether it
+//! reads or writes.
+//!
+//! Items are ranked `0..working_set_blocks` (rank 0 is the hottest) and a
+//! bijective permutation spreads ranks over the block space (`scramble`).
+//! Writes can be confined to the hottest `write_set_fraction` of the ranks,
+//! which sets the dirty-read ratio of write-back caches (Orthus §6.1.2). A
+//! hot-spot shift moves the whole working set by an offset at a given time.
+
+use serde::{Deserialize, Serialize};
+use tiermux_core::rng::{splitmix64, Rng};
+use tiermux_core::Op;
+
+/// Access pattern over the working set's ranks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Pattern {
+    /// Every item equally likely (HFIO).
+    Uniform,
+    /// Zipfian with skew `theta` in (0, 1) (YCSB's generator).
+    Zipf {
+        /// Skew.
+        theta: f64,
+    },
+    /// `hot_fraction` of the items receive `hot_access_fraction` of accesses.
+    Hotset {
+        /// Fraction of items that are hot.
+        hot_fraction: f64,
+        /// Fraction of accesses that go to hot items.
+        hot_access_fraction: f64,
+    },
+    /// YCSB-D: writes insert new items; reads favour recent inserts (Zipf
+    /// over recency with skew `theta`).
+    Latest {
+        /// Skew of the recency distribution.
+        theta: f64,
+    },
+}
+
+/// A Zipfian sampler over `0..n` (Gray et al., as in YCSB).
+#[derive(Clone, Debug)]
+pub struct Zipf {
+    n: u64,
+    theta: f64,
+    zetan: f64,
+    alpha: f64,
+    eta: f64,
+    half_pow_theta: f64,
+}
+
+fn zeta(n: u64, theta: f64) -> f64 {
+    (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum()
+}
+
+impl Zipf {
+    /// A sampler over `n >= 1` items with skew `theta` in (0, 1).
+    pub fn new(n: u64, theta: f64) -> Self {
+        let zetan = zeta(n, theta);
+        let zeta2 = zeta(2.min(n), theta);
+        let alpha = 1.0 / (1.0 - theta);
+        let eta = if n > 2 {
+            (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan)
+        } else {
+            1.0
+        };
+        Zipf {
+            n,
+            theta,
+            zetan,
+            alpha,
+            eta,
+            half_pow_theta: 0.5f64.powf(theta),
+        }
+    }
+
+    /// A rank in `0..n`; rank 0 is the most popular.
+    #[inline]
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        let u = rng.next_f64();
+        let uz = u * self.zetan;
+        if uz < 1.0 {
+            return 0;
+        }
+        if uz < 1.0 + self.half_pow_theta {
+            return 1.min(self.n - 1);
+        }
+        let r = (self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64;
+        r.min(self.n - 1)
+    }
+
+    /// The skew.
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+}
+
+/// Everything that defines a workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// The access pattern.
+    #[serde(default = "default_pattern")]
+    pub pattern: Pattern,
+    /// Items in the working set, in blocks. When absent the simulator sizes
+    /// it from the cache and `hit_ratio` (HFIO's method).
+    #[serde(default)]
+    pub working_set_blocks: Option<u64>,
+    /// Target hit ratio for a uniform working set: W = cache / hit_ratio.
+    #[serde(default)]
+    pub hit_ratio: Option<f64>,
+    /// Fraction of requests that write.
+    #[serde(default)]
+    pub write_ratio: f64,
+    /// Writes touch only the hottest fraction of items (1 = all).
+    #[serde(default = "one")]
+    pub write_set_fraction: f64,
+    /// Blocks per request.
+    #[serde(default = "one_u32")]
+    pub request_blocks: u32,
+    /// Spread ranks over the block space with a bijection.
+    #[serde(default)]
+    pub scramble: bool,
+    /// Time of a hot-spot shift, s.
+    #[serde(default)]
+    pub shift_at_s: Option<f64>,
+    /// How far the working set moves at the shift, blocks (default: its size).
+    #[serde(default)]
+    pub shift_blocks: Option<u64>,
+    /// Change the write ratio every this many seconds (Orthus Fig. 13b).
+    #[serde(default)]
+    pub write_ratio_period_s: Option<f64>,
+    /// Highest write ratio drawn at each change (uniform in [0, max]).
+    #[serde(default = "half")]
+    pub write_ratio_max: f64,
+}
+
+fn default_pattern() -> Pattern {
+    Pattern::Uniform
+}
+fn one() -> f64 {
+    1.0
+}
+fn half() -> f64 {
+    0.5
+}
+fn one_u32() -> u32 {
+    1
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec {
+            pattern: Pattern::Uniform,
+            working_set_blocks: None,
+            hit_ratio: None,
+            write_ratio: 0.0,
+            write_set_fraction: 1.0,
+            request_blocks: 1,
+            scramble: false,
+            shift_at_s: None,
+            shift_blocks: None,
+            write_ratio_period_s: None,
+            write_ratio_max: 0.5,
+        }
+    }
+}
+
+/// One generated request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenRequest {
+    /// Read or write.
+    pub op: Op,
+    /// First block.
+    pub block: u64,
+    /// Number of blocks.
+    pub blocks: u32,
+}
+
+/// A running generator for a [`WorkloadSpec`].
+pub struct Workload {
+    pattern: Pattern,
+    working_set: u64,
+    volume_blocks: u64,
+    write_ratio: f64,
+    write_set: u64,
+    request_blocks: u32,
+    perm: Option<(u64, u64)>,
+    shift_at_ns: Option<u64>,
+    shift: u64,
+    zipf: Option<Zipf>,
+    hot_items: u64,
+    hot_access: f64,
+    inserted: u64,
+    ratio_period_ns: Option<u64>,
+    ratio_max: f64,
+    next_ratio_change_ns: u64,
+    rng: Rng,
+}
+
+/// The smallest number of blocks a volume needs for this workload.
+pub fn volume_blocks_needed(spec: &WorkloadSpec, working_set: u64) -> u64 {
+    let shift = if spec.shift_at_s.is_some() {
+        spec.shift_blocks.unwrap_or(working_set)
+    } else {
+        0
+    };
+    working_set + shift + spec.request_blocks as u64
+}
+
+impl Workload {
+    /// A generator over `working_set` items within `volume_blocks` blocks.
+    pub fn new(spec: &WorkloadSpec, working_set: u64, volume_blocks: u64, seed: u64) -> Self {
+        let working_set = working_set.max(1);
+        let zipf = match spec.pattern {
+            Pattern::Zipf { theta } | Pattern::Latest { theta } => {
+                Some(Zipf::new(working_set, theta))
+            }
+            _ => None,
+        };
+        let (hot_items, hot_access) = match spec.pattern {
+            Pattern::Hotset {
+                hot_fraction,
+                hot_access_fraction,
+            } => (
+                ((hot_fraction * working_set as f64).round() as u64).clamp(1, working_set),
+                hot_access_fraction,
+            ),
+            _ => (working_set, 1.0),
+        };
+        let perm = spec.scramble.then(|| {
+            // Multiplier coprime with the working-set size: a bijection.
+            let mut m = (splitmix64(seed) | 1) % working_set.max(2);
+            while gcd(m, working_set) != 1 {
+                m += 1;
+            }
+            (m, splitmix64(seed ^ 1) % working_set)
+        });
+        Workload {
+            pattern: spec.pattern.clone(),
+            working_set,
+            volume_blocks: volume_blocks.max(1),
+            write_ratio: spec.write_ratio,
+            write_set: ((spec.write_set_fraction * working_set as f64).round() as u64)
+                .clamp(1, working_set),
+            request_blocks: spec.request_blocks.max(1),
+            perm,
+            shift_at_ns: spec.shift_at_s.map(|s| (s * 1e9) as u64),
+            shift: spec.shift_blocks.unwrap_or(working_set),
+            zipf,
+            hot_items,
+            hot_access,
+            inserted: 0,
+            ratio_period_ns: spec.write_ratio_period_s.map(|s| (s * 1e9) as u64),
+            ratio_max: spec.write_ratio_max,
+            next_ratio_change_ns: 0,
+            rng: Rng::new(seed),
+        }
+    }
+
+    /// The current write ratio.
+    pub fn write_ratio(&self) -> f64 {
+        self.write_ratio
+    }
+
+    #[inline]
+    fn rank(&mut self) -> u64 {
+        match &self.pattern {
+            Pattern::Uniform => self.rng.below(self.working_set),
+            Pattern::Zipf { .. } | Pattern::Latest { .. } => {
+                self.zipf.as_ref().expect("zipf").sample(&mut self.rng)
+            }
+            Pattern::Hotset { .. } => {
+                if self.hot_items < self.working_set && self.rng.next_f64() >= self.hot_access {
+                    self.hot_items + self.rng.below(self.working_set - self.hot_items)
+                } else {
+                    self.rng.below(self.hot_items)
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn place(&self, rank: u64, now_ns: u64) -> u64 {
+        let idx = match self.perm {
+            Some((m, a)) => {
+                ((rank as u128 * m as u128 + a as u128) % self.working_set as u128) as u64
+            }
+            None => rank,
+        };
+        let offset = match self.shift_at_ns {
+            Some(t) if now_ns >= t => self.shift,
+            _ => 0,
+        };
+        (idx + offset) % self.volume_blocks
+    }
+
+    /// The next request at time `now_ns`.
+    #[inline]
+    pub fn next(&mut self, now_ns: u64) -> GenRequest {
+        if let Some(p) = self.ratio_period_ns {
+            if now_ns >= self.next_ratio_change_ns {
+                self.write_ratio = self.rng.next_f64() * self.ratio_max;
+                self.next_ratio_change_ns = now_ns + p;
+            }
+        }
+        let write = self.write_ratio > 0.0 && self.rng.next_f64() < self.write_ratio;
+        let op = if write { Op::Write } else { Op::Read };
+        let block = if let Pattern::Latest { .. } = self.pattern {
+            // Items are the most recent `working_set` inserts; rank 0 is the newest.
+            let head = self.working_set + self.inserted;
+            if write {
+                self.inserted += 1;
+                head % self.volume_blocks
+            } else {
+                let r = self.rank();
+                (head - 1 - r) % self.volume_blocks
+            }
+        } else {
+            let mut r = self.rank();
+            if write && r >= self.write_set {
+                r = if matches!(self.pattern, Pattern::Uniform) {
+                    self.rng.below(self.write_set)
+                } else {
+                    r % self.write_set
+                };
+            }
+            self.place(r, now_ns)
+        };
+        let block = block.min(
+            self.volume_blocks
+                .saturating_sub(self.request_blocks as u64),
+        );
+        GenRequest {
+            op,
+            block,
+            blocks: self.request_blocks,
+        }
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// How load varies over time: a multiplier of the base concurrency or rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Schedule {
+    /// Always 1.
+    #[default]
+    Constant,
+    /// Piecewise constant: `factors[i]` from `times_s[i]` on (1 before the first).
+    Steps {
+        /// Start of each step, s.
+        times_s: Vec<f64>,
+        /// Multiplier of each step.
+        factors: Vec<f64>,
+    },
+    /// A day-night cycle like ZippyDB's: `min_factor` at night, 1 at noon.
+    Diurnal {
+        /// Length of one day, s.
+        period_s: f64,
+        /// Night-time multiplier.
+        min_factor: f64,
+    },
+    /// Bursts of `factor` lasting `burst_s` every `period_s`.
+    Bursts {
+        /// Time between burst starts, s.
+        period_s: f64,
+        /// Burst length, s.
+        burst_s: f64,
+        /// Multiplier during bursts.
+        factor: f64,
+    },
+}
+
+impl Schedule {
+    /// The multiplier at time `t_s`.
+    pub fn factor(&self, t_s: f64) -> f64 {
+        match self {
+            Schedule::Constant => 1.0,
+            Schedule::Steps { times_s, factors } => {
+                let mut f = 1.0;
+                for (t, x) in times_s.iter().zip(factors) {
+                    if t_s >= *t {
+                        f = *x;
+                    }
+                }
+                f
+            }
+            Schedule::Diurnal {
+                period_s,
+                min_factor,
+            } => {
+                let phase = (t_s / period_s).fract();
+                min_factor
+                    + (1.0 - min_factor) * (1.0 - (2.0 * std::f64::consts::PI * phase).cos()) / 2.0
+            }
+            Schedule::Bursts {
+                period_s,
+                burst_s,
+                factor,
+            } => {
+                if (t_s % period_s) < *burst_s {
+                    *factor
+                } else {
+                    1.0
+                }
+            }
+        }
+    }
+
+    /// Times (s) in `[0, end_s)` at which the multiplier may change.
+    pub fn change_points(&self, end_s: f64, resolution_s: f64) -> Vec<f64> {
+        match self {
+            Schedule::Constant => Vec::new(),
+            Schedule::Steps { times_s, .. } => {
+                times_s.iter().copied().filter(|t| *t < end_s).collect()
+            }
+            Schedule::Diurnal { .. } => {
+                let n = (end_s / resolution_s).ceil() as usize;
+                (1..n).map(|i| i as f64 * resolution_s).collect()
+            }
+            Schedule::Bursts {
+                period_s, burst_s, ..
+            } => {
+                let mut v = Vec::new();
+                let mut t = 0.0;
+                while t < end_s {
+                    v.push(t);
+                    if t + burst_s < end_s {
+                        v.push(t + burst_s);
+                    }
+                    t += period_s;
+                }
+                v
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zipf_rank_zero_is_hottest() {
+        let z = Zipf::new(1000, 0.99);
+        let mut r = Rng::new(1);
+        let mut counts = vec![0u32; 1000];
+        for _ in 0..200_000 {
+            counts[z.sample(&mut r) as usize] += 1;
+        }
+        assert!(counts[0] > counts[1] && counts[1] > counts[10] && counts[10] > counts[500]);
+    }
+
+    #[test]
+    fn write_set_limits_writes() {
+        let spec = WorkloadSpec {
+            write_ratio: 0.5,
+            write_set_fraction: 0.2,
+            ..WorkloadSpec::default()
+        };
+        let mut w = Workload::new(&spec, 1000, 1000, 3);
+        let mut writes = 0;
+        for _ in 0..10_000 {
+            let r = w.next(0);
+            if r.op == Op::Write {
+                writes += 1;
+                assert!(r.block < 200);
+            }
+        }
+        assert!((4500..5500).contains(&writes));
+    }
+
+    #[test]
+    fn scramble_is_a_bijection_and_shift_moves() {
+        let spec = WorkloadSpec {
+            scramble: true,
+            shift_at_s: Some(1.0),
+            ..WorkloadSpec::default()
+        };
+        let w = Workload::new(&spec, 97, 200, 5);
+        let mut seen: Vec<u64> = (0..97).map(|r| w.place(r, 0)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 97);
+        assert!(seen.iter().all(|&b| b < 97));
+        assert!((0..97).all(|r| w.place(r, 2_000_000_000) >= 97));
+    }
+
+    #[test]
+    fn schedules() {
+        let d = Schedule::Diurnal {
+            period_s: 10.0,
+            min_factor: 0.2,
+        };
+        assert!((d.factor(0.0) - 0.2).abs() < 1e-9);
+        assert!((d.factor(5.0) - 1.0).abs() < 1e-9);
+        let s = Schedule::Steps {
+            times_s: vec![1.0, 2.0],
+            factors: vec![2.0, 0.5],
+        };
+        assert_eq!(
+            (s.factor(0.5), s.factor(1.5), s.factor(3.0)),
+            (1.0, 2.0, 0.5)
+        );
+    }
+}
+
+impl Workload {
+    /// The block holding rank `rank` at time zero (for pre-warming a cache
+    /// with the hottest items).
+    pub fn block_of_rank(&self, rank: u64) -> u64 {
+        if let Pattern::Latest { .. } = self.pattern {
+            return (self.working_set - 1 - rank.min(self.working_set - 1)) % self.volume_blocks;
+        }
+        self.place(rank.min(self.working_set - 1), 0)
+    }
+}

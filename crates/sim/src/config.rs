@@ -398,6 +398,18 @@ impl SimConfig {
             || format!("must be zero or positive, got {}", c.client.think_time_us),
         )?;
         let params = params_from_toml(&c.params)?;
+        // Build the policy once so unknown names and bad parameters surface
+        // here, with the field named.
+        let volume = volume_spec(c, &devices, volume_blocks);
+        if let Err(e) = tiermux_core::build_policy(&c.policy, &params, &volume, c.seed) {
+            let field = match &e {
+                tiermux_core::PolicyError::Param { source, .. } => {
+                    format!("params.{}", source.field)
+                }
+                _ => "policy".to_string(),
+            };
+            return Err(ConfigError::new(field, e.to_string()));
+        }
         Ok(Resolved {
             cfg: c.clone(),
             devices,
@@ -406,6 +418,31 @@ impl SimConfig {
             params,
             client,
         })
+    }
+}
+
+/// The volume a configuration describes: the first device offers
+/// `cache_blocks`, the others the whole volume.
+pub fn volume_spec(
+    c: &SimConfig,
+    devices: &[(String, DeviceModel)],
+    volume_blocks: u64,
+) -> tiermux_core::VolumeSpec {
+    tiermux_core::VolumeSpec {
+        num_blocks: volume_blocks,
+        block_size: c.block_size,
+        devices: devices
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| tiermux_core::policy::DeviceSpec {
+                name: name.clone(),
+                capacity_blocks: if i == 0 {
+                    c.cache_blocks
+                } else {
+                    volume_blocks
+                },
+            })
+            .collect(),
     }
 }
 
@@ -426,4 +463,56 @@ pub const CACHE_PARAMS: &[&str] = &[
 /// integer, ties toward fewer workers, at least one.
 pub fn workers_for_load(load: f64, unit: u32) -> u32 {
     ((load * unit as f64 - 0.5).ceil() as u32).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impossible_parameters_name_the_field() {
+        let bad = |f: &dyn Fn(&mut SimConfig)| {
+            let mut c = SimConfig::default();
+            f(&mut c);
+            c.resolve().unwrap_err().field
+        };
+        assert_eq!(
+            bad(&|c| c.workload.hit_ratio = Some(1.5)),
+            "workload.hit_ratio"
+        );
+        assert_eq!(bad(&|c| c.client.rate_ops_per_s = Some(-5.0)), "client");
+        assert_eq!(
+            bad(&|c| {
+                c.client.workers = None;
+                c.client.rate_ops_per_s = Some(-5.0)
+            }),
+            "client.rate_ops_per_s"
+        );
+        assert_eq!(
+            bad(&|c| c.devices = vec!["optane-905p".into(), "warp-drive".into()]),
+            "devices[1]"
+        );
+        assert_eq!(
+            bad(&|c| c.workload.write_ratio = 2.0),
+            "workload.write_ratio"
+        );
+        assert_eq!(bad(&|c| c.block_size = 1000), "block_size");
+        assert_eq!(bad(&|c| c.warmup_s = 5.0), "warmup_s");
+        assert_eq!(bad(&|c| c.policy = "lfu-magic".into()), "policy");
+        assert_eq!(
+            bad(&|c| {
+                c.params
+                    .insert("split_rate".into(), toml::Value::Float(2.0));
+                c.policy = "split".into();
+            }),
+            "params.split_rate"
+        );
+        assert_eq!(
+            bad(&|c| {
+                c.params.insert("stepp".into(), toml::Value::Float(0.1));
+                c.policy = "nhc".into();
+            }),
+            "params.stepp"
+        );
+    }
 }

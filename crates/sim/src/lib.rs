@@ -11,6 +11,7 @@
 pub mod calibrate;
 pub mod config;
 pub mod device;
+pub mod experiment;
 pub mod profile;
 pub mod sim;
 pub mod workload;

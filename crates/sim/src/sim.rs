@@ -13,7 +13,6 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 use serde::Serialize;
-use tiermux_core::policy::{DeviceSpec, VolumeSpec};
 use tiermux_core::rng::Rng;
 use tiermux_core::{
     build_policy, Access, Dispatcher, Histogram, ObservationBuilder, Op, Outcome, Purpose, NO_TAG,
@@ -23,7 +22,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use crate::config::{
-    workers_for_load, ClientMode, ClientSpec, ConfigError, Resolved, SimConfig, CACHE_PARAMS,
+    volume_spec, workers_for_load, ClientMode, ClientSpec, ConfigError, Resolved, SimConfig,
+    CACHE_PARAMS,
 };
 use crate::device::{DeviceCounters, SimDevice};
 use crate::workload::Workload;
@@ -242,24 +242,7 @@ impl Simulator {
     /// Builds a simulator for a validated configuration.
     pub fn new(r: Resolved) -> Result<Self, SimError> {
         let cfg = &r.cfg;
-        let devices_spec: Vec<DeviceSpec> = r
-            .devices
-            .iter()
-            .enumerate()
-            .map(|(i, (name, _))| DeviceSpec {
-                name: name.clone(),
-                capacity_blocks: if i == 0 {
-                    cfg.cache_blocks
-                } else {
-                    r.volume_blocks
-                },
-            })
-            .collect();
-        let volume = VolumeSpec {
-            num_blocks: r.volume_blocks,
-            block_size: cfg.block_size,
-            devices: devices_spec,
-        };
+        let volume = volume_spec(cfg, &r.devices, r.volume_blocks);
         let policy = build_policy(&cfg.policy, &r.params, &volume, cfg.seed)?;
         let tick_ns = policy.tick_interval_ns();
         let content = (0..r.devices.len())

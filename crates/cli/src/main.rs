@@ -1,0 +1,397 @@
+//! The `tiermux` command.
+
+mod replay;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use tiermux_core::replacement::ReplacementKind;
+use tiermux_core::Op;
+use tiermux_sim::calibrate::{closed_loop_throughput, qd1_latency_ns};
+use tiermux_sim::experiment::{csv_header, csv_row, run_all, Experiment, RunRecord};
+use tiermux_sim::profile::builtin_profiles;
+use tiermux_sim::workload::WorkloadSpec;
+use tiermux_sim::{RunResult, SimConfig};
+
+#[derive(Parser)]
+#[command(
+    name = "tiermux",
+    version,
+    about = "Policies for heterogeneous storage hierarchies: simulate, compare, reproduce"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Classic caching vs NHC vs the best static split on Optane+Flash.
+    Demo {
+        /// Also write results.csv and results.json here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Run an experiment file (TOML) and write its results.
+    Sim {
+        /// The experiment file.
+        file: PathBuf,
+        /// Output directory (default: out/<experiment name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Hit ratios of a block trace (ARC trace format), no timing model.
+    Replay {
+        /// The trace (plain or zstd-compressed).
+        trace: PathBuf,
+        /// Replacement policy.
+        #[arg(long, default_value = "lru")]
+        policy: String,
+        /// Cache size(s) in pages, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        cache_pages: Vec<usize>,
+    },
+    /// List device profiles with their calibration points.
+    Profiles,
+    /// List policies.
+    Policies,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Demo { out, threads } => demo(out.as_deref(), threads),
+        Cmd::Sim { file, out, threads } => sim(&file, out, threads),
+        Cmd::Replay {
+            trace,
+            policy,
+            cache_pages,
+        } => replay_cmd(&trace, &policy, &cache_pages),
+        Cmd::Profiles => {
+            profiles();
+            Ok(())
+        }
+        Cmd::Policies => {
+            for p in tiermux_core::REGISTRY {
+                println!("{:10} {}", p.name, p.summary);
+            }
+            Ok(())
+        }
+    };
+    if let Err(e) = r {
+        eprintln!("error: {e:#}");
+        std::process::exit(2);
+    }
+}
+
+fn threads(t: Option<usize>) -> usize {
+    t.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+fn progress_bar(n: usize) -> ProgressBar {
+    let pb = ProgressBar::new(n as u64);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} runs {msg}",
+        )
+        .expect("template"),
+    );
+    pb
+}
+
+fn write_results(
+    dir: &Path,
+    header: &str,
+    rows: &[String],
+    json: &serde_json::Value,
+) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut csv = String::from(header);
+    csv.push('\n');
+    for r in rows {
+        csv.push_str(r);
+        csv.push('\n');
+    }
+    std::fs::write(dir.join("results.csv"), csv)?;
+    std::fs::write(
+        dir.join("results.json"),
+        serde_json::to_string_pretty(json)?,
+    )?;
+    Ok(())
+}
+
+fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
+    let exp = Experiment::load(file)?;
+    let out = out.unwrap_or_else(|| PathBuf::from("out").join(&exp.name));
+    let configs: Vec<SimConfig> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
+    let pb = progress_bar(configs.len());
+    pb.set_message(exp.name.clone());
+    let start = Instant::now();
+    let results = run_all(&configs, threads(t), &|n| pb.set_position(n as u64));
+    pb.finish_and_clear();
+    let mut rows = Vec::new();
+    let mut records = Vec::new();
+    for ((swept, cfg), r) in exp.runs.iter().zip(results) {
+        let r = r.with_context(|| format!("run with {}", describe(&exp.keys, swept, cfg)))?;
+        rows.push(csv_row(swept, &r));
+        records.push(RunRecord {
+            swept: exp
+                .keys
+                .iter()
+                .cloned()
+                .zip(swept.iter().map(|v| v.to_string()))
+                .collect(),
+            result: r,
+        });
+    }
+    let json = serde_json::json!({
+        "experiment": exp.name,
+        "description": exp.description,
+        "runs": records,
+    });
+    write_results(&out, &csv_header(&exp.keys), &rows, &json)?;
+    println!(
+        "{}: {} runs in {:.1} s -> {}",
+        exp.name,
+        rows.len(),
+        start.elapsed().as_secs_f64(),
+        out.join("results.csv").display()
+    );
+    Ok(())
+}
+
+fn describe(keys: &[String], swept: &[toml::Value], cfg: &SimConfig) -> String {
+    let mut s = format!("policy={}", cfg.policy);
+    for (k, v) in keys.iter().zip(swept) {
+        s += &format!(" {k}={v}");
+    }
+    s
+}
+
+/// The demo's configuration at one load.
+fn demo_config(policy: &str, load: f64) -> SimConfig {
+    SimConfig {
+        devices: vec!["optane-905p".into(), "flash-970pro".into()],
+        policy: policy.into(),
+        block_size: 65536,
+        cache_blocks: 4096,
+        workload: WorkloadSpec {
+            hit_ratio: Some(0.95),
+            ..WorkloadSpec::default()
+        },
+        client: tiermux_sim::ClientSpec {
+            workers: None,
+            load: Some(load),
+            ..tiermux_sim::ClientSpec::default()
+        },
+        duration_s: 2.0,
+        warmup_s: 1.0,
+        ..SimConfig::default()
+    }
+}
+
+const SPLIT_RATES: usize = 20;
+
+fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
+    let loads = [0.5, 1.0, 2.0];
+    let mut configs = Vec::new();
+    for &load in &loads {
+        configs.push(demo_config("classic", load));
+        configs.push(demo_config("nhc", load));
+        for i in 1..=SPLIT_RATES {
+            let mut c = demo_config("split", load);
+            c.params.insert(
+                "split_rate".into(),
+                toml::Value::Float(i as f64 / SPLIT_RATES as f64),
+            );
+            configs.push(c);
+        }
+    }
+    let pb = progress_bar(configs.len());
+    let start = Instant::now();
+    let results = run_all(&configs, threads(t), &|n| pb.set_position(n as u64));
+    pb.finish_and_clear();
+    let results: Vec<RunResult> = results.into_iter().collect::<Result<_, _>>()?;
+    let base = demo_config("classic", 1.0);
+    let bs = base.block_size as u64;
+    let limit_ops: f64 = base
+        .devices
+        .iter()
+        .map(|d| {
+            let m = tiermux_sim::config::lookup_profile(d, &[])
+                .expect("builtin")
+                .model()
+                .expect("model");
+            closed_loop_throughput(&m, Op::Read, bs, 256)
+        })
+        .sum();
+    println!(
+        "tiermux demo: Optane SSD (905P) + Flash SSD (970 Pro), read-only, uniform, 95 % hits,"
+    );
+    println!("64 KiB blocks, 256 MiB cache. Load-1.0 = the smallest concurrency at which classic");
+    println!(
+        "caching reaches its peak (Orthus §6.1). Simulated 2 s per run, first 1 s excluded.\n"
+    );
+    println!(
+        "{:>5} {:>7}  {:<22} {:>12} {:>7} {:>9} {:>9} {:>10}",
+        "load", "workers", "policy", "ops/s", "GB/s", "mean µs", "p99 µs", "vs classic"
+    );
+    let per_load = 2 + SPLIT_RATES;
+    let mut rows = Vec::new();
+    for (li, &load) in loads.iter().enumerate() {
+        let chunk = &results[li * per_load..(li + 1) * per_load];
+        let classic = &chunk[0];
+        let nhc = &chunk[1];
+        let (best_i, best) = chunk[2..]
+            .iter()
+            .enumerate()
+            .max_by(|a, b| {
+                a.1.throughput_ops_per_s
+                    .total_cmp(&b.1.throughput_ops_per_s)
+            })
+            .expect("splits");
+        let best_rate = (best_i + 1) as f64 / SPLIT_RATES as f64;
+        let c = classic.throughput_ops_per_s;
+        let line = |label: &str, r: &RunResult| {
+            println!(
+                "{:>5} {:>7}  {:<22} {:>12.0} {:>7.2} {:>9.1} {:>9.1} {:>9.2}x",
+                load,
+                r.workers,
+                label,
+                r.throughput_ops_per_s,
+                r.throughput_bytes_per_s / 1e9,
+                r.mean_latency_us,
+                r.p99_latency_us,
+                r.throughput_ops_per_s / c
+            );
+        };
+        line("classic caching", classic);
+        line("NHC", nhc);
+        line(&format!("best split (S={best_rate:.2})"), best);
+        println!(
+            "{:>5} {:>7}  {:<22} {:>12.0} {:>7.2} {:>9} {:>9} {:>9.2}x",
+            "",
+            "",
+            "aggregate bandwidth",
+            limit_ops,
+            limit_ops * bs as f64 / 1e9,
+            "-",
+            "-",
+            limit_ops / c
+        );
+        let sw = |extra: &str| vec![toml::Value::Float(load), toml::Value::String(extra.into())];
+        rows.push(csv_row(&sw("classic"), classic));
+        rows.push(csv_row(&sw("nhc"), nhc));
+        rows.push(csv_row(&sw(&format!("best split {best_rate:.2}")), best));
+    }
+    println!(
+        "\n{} simulated runs in {:.1} s (NHC final state at Load-2.0: {}).",
+        results.len(),
+        start.elapsed().as_secs_f64(),
+        results[2 * per_load + 1]
+            .controller
+            .iter()
+            .filter(|(k, _)| k == "load_admit" || k == "data_admit")
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(dir) = out {
+        let keys = vec!["load".to_string(), "configuration".to_string()];
+        let json = serde_json::json!({ "experiment": "demo", "csv_rows": rows });
+        write_results(dir, &csv_header(&keys), &rows, &json)?;
+        println!("wrote {}", dir.join("results.csv").display());
+    }
+    Ok(())
+}
+
+fn profiles() {
+    println!(
+        "Device profiles. Targets are the papers' numbers; 'model' is what the simulator measures."
+    );
+    println!("Peak = 32 threads for two-point (MOST Table 1) profiles, 256 otherwise.\n");
+    println!(
+        "{:<14} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}   source",
+        "profile", "dir", "size", "lat µs", "model", "GB/s", "model"
+    );
+    for p in builtin_profiles() {
+        let m = p.model().expect("builtin profiles derive");
+        for (dir, t) in [(Op::Read, &p.read), (Op::Write, &p.write)] {
+            let mut sizes = vec![(4096u64, Some(t.latency_us_4k), t.gb_per_s_4k)];
+            sizes.push((16384, t.latency_us_16k, t.gb_per_s_16k.unwrap_or(f64::NAN)));
+            for (size, lat, gb) in sizes {
+                let threads = if t.gb_per_s_16k.is_some() { 32 } else { 256 };
+                let bw = closed_loop_throughput(&m, dir, size, threads) * size as f64 / 1e9;
+                let l = qd1_latency_ns(&m, dir, size) / 1e3;
+                let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+                println!(
+                    "{:<14} {:>5} {:>5}K {:>9} {:>9.2} {:>9} {:>9.2}   {}",
+                    if dir == Op::Read && size == 4096 {
+                        p.name.as_str()
+                    } else {
+                        ""
+                    },
+                    if size == 4096 {
+                        format!("{dir:?}").to_lowercase()
+                    } else {
+                        String::new()
+                    },
+                    size / 1024,
+                    fmt(lat),
+                    l,
+                    if gb.is_nan() {
+                        "-".to_string()
+                    } else {
+                        format!("{gb:.2}")
+                    },
+                    bw,
+                    if dir == Op::Read && size == 4096 {
+                        p.source.as_str()
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+    }
+    println!("\nAlso: fixed:R, a device serving R ops/s one at a time (the Orthus paper's model).");
+}
+
+fn replay_cmd(trace: &Path, policy: &str, sizes: &[usize]) -> Result<()> {
+    let kind: ReplacementKind = policy.parse().map_err(anyhow::Error::msg)?;
+    if sizes.iter().any(|&s| s == 0) {
+        bail!("--cache-pages: sizes must be at least 1");
+    }
+    let t0 = Instant::now();
+    let t = replay::read_trace(trace)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    println!(
+        "{}: {} requests, {} page references, policy {policy}",
+        trace.display(),
+        t.requests,
+        t.pages.len()
+    );
+    println!("{:>12} {:>10} {:>14}", "cache pages", "hit %", "refs/s");
+    for &n in sizes {
+        let s = Instant::now();
+        let h = replay::hit_ratio(&t.pages, kind, n);
+        let secs = s.elapsed().as_secs_f64();
+        println!(
+            "{:>12} {:>10.2} {:>14.0}",
+            n,
+            h * 100.0,
+            t.pages.len() as f64 / secs
+        );
+    }
+    println!("(trace read and expanded in {load_s:.2} s)");
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! `tiermux replay`: hit ratios of a block trace without a timing model.
+//!
+//! Reads the ARC paper's trace format (one request per line: `start_block
+//! block_count ignored request_number`, 512-byte pages), plain or
+//! zstd-compressed, expands each request to its pages and feeds them to an
+//! LRU or ARC cache of the given size.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use tiermux_core::replacement::{HitRatioCache, ReplacementKind};
+
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// A trace expanded to page references, in memory.
+pub struct Trace {
+    /// Page numbers in reference order.
+    pub pages: Vec<u64>,
+    /// Requests (lines) read.
+    pub requests: u64,
+}
+
+/// Reads a trace file, decompressing zstd when the file starts with its magic.
+pub fn read_trace(path: &Path) -> Result<Trace> {
+    let name = path.display().to_string();
+    let raw = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
+    let text = if raw.starts_with(&ZSTD_MAGIC) {
+        let mut out = Vec::new();
+        zstd::stream::read::Decoder::new(&raw[..])
+            .and_then(|mut d| d.read_to_end(&mut out))
+            .with_context(|| format!("{name}: zstd stream is corrupt or truncated"))?;
+        out
+    } else {
+        raw
+    };
+    parse_trace(&text, &name)
+}
+
+fn field(tok: Option<&[u8]>, name: &str, file: &str, line: usize) -> Result<u64> {
+    let Some(t) = tok else {
+        bail!("{file}:{line}: field '{name}': missing (truncated line?)");
+    };
+    let mut v: u64 = 0;
+    if t.is_empty() {
+        bail!("{file}:{line}: field '{name}': empty");
+    }
+    for &c in t {
+        if !c.is_ascii_digit() {
+            bail!(
+                "{file}:{line}: field '{name}': '{}' is not a non-negative integer",
+                String::from_utf8_lossy(t)
+            );
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add((c - b'0') as u64))
+            .with_context(|| format!("{file}:{line}: field '{name}': value too large"))?;
+    }
+    Ok(v)
+}
+
+/// Parses trace text; errors name the file, line and field.
+pub fn parse_trace(text: &[u8], file: &str) -> Result<Trace> {
+    let mut pages = Vec::with_capacity(text.len() / 8);
+    let mut requests = 0;
+    if !text.is_empty() && !text.ends_with(b"\n") {
+        let line = text.split(|&c| c == b'\n').count();
+        bail!("{file}:{line}: trace is truncated (the last line has no newline)");
+    }
+    for (i, l) in text.split(|&c| c == b'\n').enumerate() {
+        let l = l.strip_suffix(b"\r").unwrap_or(l);
+        if l.iter().all(|c| c.is_ascii_whitespace()) {
+            continue;
+        }
+        let line = i + 1;
+        let mut toks = l
+            .split(|c| c.is_ascii_whitespace())
+            .filter(|t| !t.is_empty());
+        let start = field(toks.next(), "start_block", file, line)?;
+        let count = field(toks.next(), "block_count", file, line)?;
+        field(toks.next(), "ignored", file, line)?;
+        field(toks.next(), "request_number", file, line)?;
+        if toks.next().is_some() {
+            bail!("{file}:{line}: more than four fields");
+        }
+        if count == 0 || count > 1 << 24 {
+            bail!("{file}:{line}: field 'block_count': {count} is out of range [1, 16777216]");
+        }
+        start.checked_add(count).with_context(|| {
+            format!("{file}:{line}: field 'start_block': request overflows the address space")
+        })?;
+        pages.extend(start..start + count);
+        requests += 1;
+    }
+    Ok(Trace { pages, requests })
+}
+
+/// Hit ratio of `pages` through a cache of `capacity` pages.
+pub fn hit_ratio(pages: &[u64], kind: ReplacementKind, capacity: usize) -> f64 {
+    let mut c = HitRatioCache::new(kind, capacity);
+    for &p in pages {
+        c.access(p);
+    }
+    c.hit_ratio()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_requests_and_reports_bad_lines() {
+        let t = parse_trace(b"10 3 0 0\n20 1 0 1\n", "t").unwrap();
+        assert_eq!(t.pages, vec![10, 11, 12, 20]);
+        assert_eq!(t.requests, 2);
+        let e = parse_trace(b"10 3 0 0\n20 x 0 1\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "t:2: field 'block_count': 'x' is not a non-negative integer"
+        );
+        let e = parse_trace(b"10 3 0 0\n20 1\n", "t")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "t:2: field 'ignored': missing (truncated line?)");
+        let e = parse_trace(b"10 3 0 0\n20 1 0", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("truncated"), "{e}");
+    }
+}

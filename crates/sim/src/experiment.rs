@@ -1,0 +1,365 @@
+//! Experiments: a base configuration and a sweep, described in TOML.
+//!
+//! ```toml
+//! name = "fig7"
+//! description = "Orthus Figure 7"
+//! [base]            # a full run configuration (see SimConfig)
+//! devices = ["optane-905p", "flash-970pro"]
+//! [sweep]           # dotted paths into [base] and the values to try
+//! policy = ["classic", "nhc"]
+//! "client.load" = [0.5, 1.0, 1.5, 2.0]
+//! ```
+//!
+//! Every combination of the sweep's values is one run (the cartesian
+//! product, in the order the keys are written). See `docs/experiments.md`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::config::{ConfigError, SimConfig};
+use crate::sim::{run, RunResult, SimError};
+
+/// A parsed experiment file.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    /// Short name.
+    pub name: String,
+    /// What it reproduces.
+    pub description: String,
+    /// Swept keys, in file order.
+    pub keys: Vec<String>,
+    /// One configuration per run, with the swept values that made it.
+    pub runs: Vec<(Vec<toml::Value>, SimConfig)>,
+}
+
+/// An experiment-file problem: file, line and field.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}{}: {field}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ExperimentError {
+    /// The file.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The field.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Finds the line where `key` (the last part of a dotted path) is set.
+fn line_of_key(text: &str, path: &str) -> Option<usize> {
+    let last = path.rsplit('.').next()?.trim_matches('"');
+    let last = last.split('[').next()?;
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start().trim_start_matches('"');
+            t.starts_with(last) && t[last.len()..].trim_start().starts_with(['=', '"'])
+        })
+        .map(|i| i + 1)
+}
+
+fn set_path(root: &mut toml::Value, path: &str, value: toml::Value) -> Result<(), String> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut cur = root;
+    for (i, p) in parts.iter().enumerate() {
+        let table = cur
+            .as_table_mut()
+            .ok_or_else(|| format!("'{}' is not a table", parts[..i].join(".")))?;
+        if i + 1 == parts.len() {
+            table.insert(p.to_string(), value);
+            return Ok(());
+        }
+        cur = table
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::map::Map::new()));
+    }
+    Ok(())
+}
+
+impl Experiment {
+    /// Parses an experiment from TOML text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Self, ExperimentError> {
+        let err = |line, field: &str, message: String| ExperimentError {
+            file: file.to_string(),
+            line,
+            field: field.to_string(),
+            message,
+        };
+        let doc: toml::Table = text.parse::<toml::Table>().map_err(|e| {
+            err(
+                e.span().map(|s| line_of(text, s.start)),
+                "toml",
+                e.message().to_string(),
+            )
+        })?;
+        for k in doc.keys() {
+            if !["name", "description", "base", "sweep"].contains(&k.as_str()) {
+                return Err(err(
+                    line_of_key(text, k),
+                    k,
+                    "unknown top-level key (expected name, description, base, sweep)".into(),
+                ));
+            }
+        }
+        let name = doc
+            .get("name")
+            .and_then(|v| v.as_str())
+            .unwrap_or(file)
+            .to_string();
+        let description = doc
+            .get("description")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        let base = doc
+            .get("base")
+            .cloned()
+            .ok_or_else(|| err(None, "base", "missing [base] table".into()))?;
+        let mut keys = Vec::new();
+        let mut values: Vec<Vec<toml::Value>> = Vec::new();
+        if let Some(sweep) = doc.get("sweep") {
+            let t = sweep.as_table().ok_or_else(|| {
+                err(
+                    line_of_key(text, "sweep"),
+                    "sweep",
+                    "must be a table".into(),
+                )
+            })?;
+            for (k, v) in t {
+                let list = v.as_array().ok_or_else(|| {
+                    err(
+                        line_of_key(text, k),
+                        &format!("sweep.{k}"),
+                        "must be a list of values".into(),
+                    )
+                })?;
+                if list.is_empty() {
+                    return Err(err(
+                        line_of_key(text, k),
+                        &format!("sweep.{k}"),
+                        "must not be empty".into(),
+                    ));
+                }
+                keys.push(k.clone());
+                values.push(list.clone());
+            }
+        }
+        // Cartesian product, first key slowest.
+        let mut combos: Vec<Vec<toml::Value>> = vec![Vec::new()];
+        for vs in &values {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    vs.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.push(v.clone());
+                        c
+                    })
+                })
+                .collect();
+        }
+        let mut runs = Vec::new();
+        for combo in combos {
+            let mut cfg_value = base.clone();
+            for (k, v) in keys.iter().zip(&combo) {
+                set_path(&mut cfg_value, k, v.clone())
+                    .map_err(|m| err(line_of_key(text, k), &format!("sweep.{k}"), m))?;
+            }
+            let cfg: SimConfig = cfg_value.try_into().map_err(|e: toml::de::Error| {
+                let msg = e.message().to_string();
+                let field = msg
+                    .split('`')
+                    .nth(1)
+                    .map(|f| format!("base.{f}"))
+                    .unwrap_or_else(|| "base".into());
+                err(
+                    line_of_key(text, field.rsplit('.').next().unwrap_or("base")),
+                    &field,
+                    msg,
+                )
+            })?;
+            cfg.resolve().map_err(|e: ConfigError| {
+                err(line_of_key(text, &e.field), &e.field, e.message.clone())
+            })?;
+            runs.push((combo, cfg));
+        }
+        Ok(Experiment {
+            name,
+            description,
+            keys,
+            runs,
+        })
+    }
+
+    /// Reads and parses an experiment file.
+    pub fn load(path: &Path) -> Result<Self, ExperimentError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
+            file: file.clone(),
+            line: None,
+            field: "file".into(),
+            message: e.to_string(),
+        })?;
+        Self::parse(&text, &file)
+    }
+}
+
+/// One finished run with its swept values.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    /// Swept key → value.
+    pub swept: Vec<(String, String)>,
+    /// The measurements.
+    pub result: RunResult,
+}
+
+/// Runs `configs` on up to `threads` threads, calling `progress` after each.
+pub fn run_all(
+    configs: &[SimConfig],
+    threads: usize,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Vec<Result<RunResult, SimError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
+        Mutex::new((0..configs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1).min(configs.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= configs.len() {
+                    break;
+                }
+                let r = run(&configs[i]);
+                out.lock().expect("results")[i] = Some(r);
+                progress(done.fetch_add(1, Ordering::SeqCst) + 1);
+            });
+        }
+    });
+    out.into_inner()
+        .expect("results")
+        .into_iter()
+        .map(|r| r.expect("ran"))
+        .collect()
+}
+
+/// The CSV header for an experiment with swept `keys`.
+pub fn csv_header(keys: &[String]) -> String {
+    let mut cols: Vec<String> = keys.iter().map(|k| k.replace('"', "")).collect();
+    cols.extend(
+        [
+            "policy",
+            "workers",
+            "throughput_ops_per_s",
+            "throughput_bytes_per_s",
+            "mean_latency_us",
+            "p50_latency_us",
+            "p99_latency_us",
+            "p999_latency_us",
+            "hit_ratio",
+            "dev0_bytes_per_s",
+            "dev1_bytes_per_s",
+            "dev0_utilization",
+            "dev1_utilization",
+            "dev0_admitted_bytes",
+            "dev0_written_bytes",
+            "dev1_written_bytes",
+            "requests",
+        ]
+        .map(String::from),
+    );
+    cols.join(",")
+}
+
+/// One CSV row for a run.
+pub fn csv_row(swept: &[toml::Value], r: &RunResult) -> String {
+    let mut cols: Vec<String> = swept
+        .iter()
+        .map(|v| match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    let dev = |i: usize| r.devices.get(i);
+    cols.push(r.policy.clone());
+    cols.push(r.workers.to_string());
+    for x in [
+        r.throughput_ops_per_s,
+        r.throughput_bytes_per_s,
+        r.mean_latency_us,
+        r.p50_latency_us,
+        r.p99_latency_us,
+        r.p999_latency_us,
+        r.hit_ratio,
+        dev(0).map_or(0.0, |d| d.bytes_per_s),
+        dev(1).map_or(0.0, |d| d.bytes_per_s),
+        dev(0).map_or(0.0, |d| d.utilization),
+        dev(1).map_or(0.0, |d| d.utilization),
+    ] {
+        cols.push(if x.is_nan() {
+            String::new()
+        } else {
+            format!("{x:.4}")
+        });
+    }
+    cols.push(dev(0).map_or(0, |d| d.admitted_bytes).to_string());
+    cols.push(dev(0).map_or(0, |d| d.written_bytes).to_string());
+    cols.push(dev(1).map_or(0, |d| d.written_bytes).to_string());
+    cols.push(r.requests.to_string());
+    cols.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_is_a_cartesian_product() {
+        let e = Experiment::parse(
+            "name = \"t\"\n[base]\ndevices = [\"fixed:100\", \"fixed:50\"]\npolicy = \"classic\"\n[sweep]\npolicy = [\"classic\", \"split\"]\n\"workload.hit_ratio\" = [0.5, 0.9, 1.0]\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(e.runs.len(), 6);
+        assert_eq!(e.runs[4].1.policy, "split");
+        assert_eq!(e.runs[4].1.workload.hit_ratio, Some(0.9));
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let e = Experiment::parse(
+            "[base]\ndevices = [\"fixed:100\", \"nope\"]\npolicy = \"classic\"\n",
+            "x.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "devices[1]");
+        assert!(
+            e.to_string()
+                .starts_with("x.toml:2: devices[1]: unknown profile 'nope'"),
+            "{e}"
+        );
+        let e = Experiment::parse("[base]\ndevices = [\"fixed:1\", \"fixed:1\"]\npolicy = \"classic\"\n[base.workload]\nhit_ratio = 1.5\n", "y.toml")
+            .unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.line),
+            ("workload.hit_ratio", Some(5)),
+            "{e}"
+        );
+        let e = Experiment::parse("[base\n", "z.toml").unwrap_err();
+        assert_eq!(e.line, Some(1));
+        let e = Experiment::parse("[base]\ndevices = [\"fixed:1\", \"fixed:1\"]\npolicy = \"classic\"\ncache_blokcs = 3\n", "w.toml")
+            .unwrap_err();
+        assert!(e.to_string().contains("cache_blokcs"), "{e}");
+        assert_eq!(e.line, Some(4), "{e}");
+        let e = Experiment::parse("[base]\ndevices = [\"fixed:1\", \"fixed:1\"]\npolicy = \"classic\"\nduration_s = -1.0\n", "v.toml")
+            .unwrap_err();
+        assert_eq!(e.line, Some(4), "{e}");
+    }
+}

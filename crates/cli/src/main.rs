@@ -368,7 +368,7 @@ fn profiles() {
 
 fn replay_cmd(trace: &Path, policy: &str, sizes: &[usize]) -> Result<()> {
     let kind: ReplacementKind = policy.parse().map_err(anyhow::Error::msg)?;
-    if sizes.iter().any(|&s| s == 0) {
+    if sizes.contains(&0) {
         bail!("--cache-pages: sizes must be at least 1");
     }
     let t0 = Instant::now();

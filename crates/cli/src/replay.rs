@@ -14,6 +14,7 @@ use tiermux_core::replacement::{HitRatioCache, ReplacementKind};
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
 /// A trace expanded to page references, in memory.
+#[derive(Debug)]
 pub struct Trace {
     /// Page numbers in reference order.
     pub pages: Vec<u64>,

@@ -544,8 +544,9 @@ impl Simulator {
         match op {
             Op::Read => {
                 self.reads_checked += 1;
-                if payload < s.min_version || payload > self.issued[b] {
-                    if self.violation.is_none() {
+                if (payload < s.min_version || payload > self.issued[b]) && self.violation.is_none()
+                {
+                    {
                         self.violation = Some(format!(
                             "policy '{}' at t={} ns: read of block {} returned version {payload}, but version {} was acknowledged before the read (latest written {})",
                             self.dispatcher.policy().name(),

@@ -442,6 +442,17 @@ impl Schedule {
     }
 }
 
+impl Workload {
+    /// The block holding rank `rank` at time zero (for pre-warming a cache
+    /// with the hottest items).
+    pub fn block_of_rank(&self, rank: u64) -> u64 {
+        if let Pattern::Latest { .. } = self.pattern {
+            return (self.working_set - 1 - rank.min(self.working_set - 1)) % self.volume_blocks;
+        }
+        self.place(rank.min(self.working_set - 1), 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,16 +519,5 @@ mod tests {
             (s.factor(0.5), s.factor(1.5), s.factor(3.0)),
             (1.0, 2.0, 0.5)
         );
-    }
-}
-
-impl Workload {
-    /// The block holding rank `rank` at time zero (for pre-warming a cache
-    /// with the hottest items).
-    pub fn block_of_rank(&self, rank: u64) -> u64 {
-        if let Pattern::Latest { .. } = self.pattern {
-            return (self.working_set - 1 - rank.min(self.working_set - 1)) % self.volume_blocks;
-        }
-        self.place(rank.min(self.working_set - 1), 0)
     }
 }

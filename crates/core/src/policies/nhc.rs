@@ -230,7 +230,7 @@ impl Nhc {
         Nhc {
             core,
             cfg,
-            rng: Rng::new(seed ^ 0x4E48_43),
+            rng: Rng::new(seed ^ 0x004E_4843),
             vol_blocks,
             data_admit: true,
             load_admit: 1.0,

@@ -244,6 +244,16 @@ impl Simulator {
         let cfg = &r.cfg;
         let volume = volume_spec(cfg, &r.devices, r.volume_blocks);
         let policy = build_policy(&cfg.policy, &r.params, &volume, cfg.seed)?;
+        Self::with_policy(r, policy)
+    }
+
+    /// Builds a simulator that runs `policy` (for policies outside the
+    /// registry, such as test doubles) instead of the configured one.
+    pub fn with_policy(
+        r: Resolved,
+        policy: Box<dyn tiermux_core::Policy>,
+    ) -> Result<Self, SimError> {
+        let cfg = &r.cfg;
         let tick_ns = policy.tick_interval_ns();
         let content = (0..r.devices.len())
             .map(|d| vec![0u32; policy.address_space(d) as usize])

@@ -70,6 +70,9 @@ fn caching_matches_equations_2_and_7() {
                     b_cache_many(h, R_HI, lo)
                 };
                 let mut c = cfg("classic", lo, workers, want0);
+                // The model's miss installs the block before completing.
+                c.params
+                    .insert("fill".into(), toml::Value::String("sync".into()));
                 c.workload = WorkloadSpec {
                     hit_ratio: Some(h),
                     ..WorkloadSpec::default()

@@ -54,8 +54,9 @@ pub struct CacheConfig {
     pub replacement: ReplacementKind,
     /// Write handling.
     pub write_mode: WriteMode,
-    /// Whether a read miss is acknowledged only after the cache fill (the
-    /// paper's model, Tmiss = 1/Rhi + 1/Rlo) or as soon as the data is read.
+    /// Whether a read miss is acknowledged only after the cache fill (`fill =
+    /// "sync"`, the paper's model: Tmiss = 1/Rhi + 1/Rlo) or as soon as the
+    /// data is read (`"async"`, the default, as Open CAS backfills).
     pub fill_sync: bool,
     /// Write-around: update (true, Open CAS) or invalidate a cached copy.
     pub around_hit_updates: bool,
@@ -96,7 +97,7 @@ impl CacheConfig {
             "wb" => WriteMode::Back,
             _ => WriteMode::Around,
         };
-        let fill_sync = p.choice("fill", "sync", &["sync", "async"]).map_err(&e)? == "sync";
+        let fill_sync = p.choice("fill", "async", &["sync", "async"]).map_err(&e)? == "sync";
         let around_hit_updates = p
             .choice("wa_write_hit", "update", &["update", "invalidate"])
             .map_err(&e)?

@@ -369,16 +369,17 @@ impl Dispatcher {
         let f = &mut self.flights[fid as usize];
         f.work = work;
         f.exclusive = exclusive;
-        f.ios.clear();
-        f.ios.extend_from_slice(&self.plan.ios);
+        // Hand the plan's buffer to the flight (no copy); the flight's old
+        // buffer becomes the next plan's.
+        std::mem::swap(&mut f.ios, &mut self.plan.ios);
         f.payloads.clear();
-        f.payloads.resize(self.plan.ios.len(), 0);
-        f.remaining = self.plan.ios.len() as u32;
-        f.acks_remaining = self.plan.ios.iter().filter(|io| io.acks).count() as u32;
+        f.payloads.resize(f.ios.len(), 0);
+        f.remaining = f.ios.len() as u32;
+        f.acks_remaining = f.ios.iter().filter(|io| io.acks).count() as u32;
         f.acked = false;
         f.outcome = outcome;
         f.client_payload = 0;
-        for (i, io) in self.plan.ios.iter().enumerate() {
+        for (i, io) in f.ios.iter().enumerate() {
             if io.after == NO_DEP {
                 self.ready.push_back(Ready {
                     flight: fid,

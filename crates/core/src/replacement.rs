@@ -96,6 +96,52 @@ struct List {
     len: usize,
 }
 
+/// Nodes that carry list links.
+trait Links {
+    fn prev(&self) -> u32;
+    fn next(&self) -> u32;
+    fn set_prev(&mut self, v: u32);
+    fn set_next(&mut self, v: u32);
+}
+
+impl Links for Node {
+    fn prev(&self) -> u32 {
+        self.prev
+    }
+    fn next(&self) -> u32 {
+        self.next
+    }
+    fn set_prev(&mut self, v: u32) {
+        self.prev = v;
+    }
+    fn set_next(&mut self, v: u32) {
+        self.next = v;
+    }
+}
+
+/// An LRU node: 16 bytes (ARC's nodes also record their list).
+#[derive(Clone, Copy, Debug)]
+struct LruNode {
+    block: u64,
+    prev: u32,
+    next: u32,
+}
+
+impl Links for LruNode {
+    fn prev(&self) -> u32 {
+        self.prev
+    }
+    fn next(&self) -> u32 {
+        self.next
+    }
+    fn set_prev(&mut self, v: u32) {
+        self.prev = v;
+    }
+    fn set_next(&mut self, v: u32) {
+        self.next = v;
+    }
+}
+
 impl List {
     const fn new() -> Self {
         List {
@@ -106,11 +152,11 @@ impl List {
     }
 
     #[inline]
-    fn push_front(&mut self, nodes: &mut [Node], i: u32) {
-        nodes[i as usize].prev = NIL;
-        nodes[i as usize].next = self.head;
+    fn push_front<N: Links>(&mut self, nodes: &mut [N], i: u32) {
+        nodes[i as usize].set_prev(NIL);
+        nodes[i as usize].set_next(self.head);
         if self.head != NIL {
-            nodes[self.head as usize].prev = i;
+            nodes[self.head as usize].set_prev(i);
         } else {
             self.tail = i;
         }
@@ -119,15 +165,15 @@ impl List {
     }
 
     #[inline]
-    fn unlink(&mut self, nodes: &mut [Node], i: u32) {
-        let Node { prev, next, .. } = nodes[i as usize];
+    fn unlink<N: Links>(&mut self, nodes: &mut [N], i: u32) {
+        let (prev, next) = (nodes[i as usize].prev(), nodes[i as usize].next());
         if prev != NIL {
-            nodes[prev as usize].next = next;
+            nodes[prev as usize].set_next(next);
         } else {
             self.head = next;
         }
         if next != NIL {
-            nodes[next as usize].prev = prev;
+            nodes[next as usize].set_prev(prev);
         } else {
             self.tail = prev;
         }
@@ -138,7 +184,7 @@ impl List {
 /// Least-recently-used replacement.
 #[derive(Clone, Debug)]
 pub struct Lru {
-    nodes: Vec<Node>,
+    nodes: Vec<LruNode>,
     list: List,
     free: Vec<u32>,
 }
@@ -149,11 +195,10 @@ impl Lru {
         assert!(capacity < NIL as usize, "cache too large");
         Lru {
             nodes: vec![
-                Node {
+                LruNode {
                     block: 0,
                     prev: NIL,
                     next: NIL,
-                    list: 0,
                 };
                 capacity
             ],

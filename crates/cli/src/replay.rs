@@ -132,3 +132,35 @@ mod tests {
         assert!(e.contains("truncated"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod arc_trace {
+    use super::*;
+
+    /// The ARC paper's OLTP trace (Megiddo and Modha, FAST '03), from the
+    /// project's shared traces. LRU must match Table IV exactly, ARC within
+    /// 0.05 points.
+    #[test]
+    fn oltp_hit_ratios_match_the_arc_paper() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/arc/OLTP.lis.zst");
+        if !path.exists() {
+            eprintln!("skipped: {} is not present", path.display());
+            return;
+        }
+        let t = read_trace(&path).unwrap();
+        assert_eq!(t.pages.len(), 914_145);
+        let table = [
+            (1_000, 32.83, 38.93),
+            (2_000, 42.47, 46.08),
+            (5_000, 53.65, 55.25),
+            (10_000, 60.70, 61.87),
+            (15_000, 64.63, 65.40),
+        ];
+        for (n, lru, arc) in table {
+            let l = (hit_ratio(&t.pages, ReplacementKind::Lru, n) * 10_000.0).round() / 100.0;
+            assert_eq!(l, lru, "LRU {n}");
+            let a = hit_ratio(&t.pages, ReplacementKind::Arc, n) * 100.0;
+            assert!((a - arc).abs() <= 0.05, "ARC {n}: {a} vs {arc}");
+        }
+    }
+}

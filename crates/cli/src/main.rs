@@ -142,7 +142,7 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
     let mut records = Vec::new();
     for ((swept, cfg), r) in exp.runs.iter().zip(results) {
         let r = r.with_context(|| format!("run with {}", describe(&exp.keys, swept, cfg)))?;
-        rows.push(csv_row(swept, &r));
+        rows.push(csv_row(&exp.keys, swept, &r));
         records.push(RunRecord {
             swept: exp
                 .keys
@@ -246,6 +246,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
         "load", "workers", "policy", "ops/s", "GB/s", "mean µs", "p99 µs", "vs classic"
     );
     let per_load = 2 + SPLIT_RATES;
+    let keys = vec!["load".to_string(), "configuration".to_string()];
     let mut rows = Vec::new();
     for (li, &load) in loads.iter().enumerate() {
         let chunk = &results[li * per_load..(li + 1) * per_load];
@@ -289,9 +290,13 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             limit_ops / c
         );
         let sw = |extra: &str| vec![toml::Value::Float(load), toml::Value::String(extra.into())];
-        rows.push(csv_row(&sw("classic"), classic));
-        rows.push(csv_row(&sw("nhc"), nhc));
-        rows.push(csv_row(&sw(&format!("best split {best_rate:.2}")), best));
+        rows.push(csv_row(&keys, &sw("classic"), classic));
+        rows.push(csv_row(&keys, &sw("nhc"), nhc));
+        rows.push(csv_row(
+            &keys,
+            &sw(&format!("best split {best_rate:.2}")),
+            best,
+        ));
     }
     println!(
         "\n{} simulated runs in {:.1} s (NHC final state at Load-2.0: {}).",
@@ -306,7 +311,6 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             .join(", ")
     );
     if let Some(dir) = out {
-        let keys = vec!["load".to_string(), "configuration".to_string()];
         let json = serde_json::json!({ "experiment": "demo", "csv_rows": rows });
         write_results(dir, &csv_header(&keys), &rows, &json)?;
         println!("wrote {}", dir.join("results.csv").display());

@@ -142,7 +142,8 @@ mod arc_trace {
     /// 0.05 points.
     #[test]
     fn oltp_hit_ratios_match_the_arc_paper() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/arc/OLTP.lis.zst");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/arc/OLTP.lis.zst");
         if !path.exists() {
             eprintln!("skipped: {} is not present", path.display());
             return;

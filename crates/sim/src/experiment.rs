@@ -250,9 +250,16 @@ pub fn run_all(
         .collect()
 }
 
+/// Swept keys that are also fixed result columns (reported once).
+const FIXED_COLUMNS: &[&str] = &["policy"];
+
 /// The CSV header for an experiment with swept `keys`.
 pub fn csv_header(keys: &[String]) -> String {
-    let mut cols: Vec<String> = keys.iter().map(|k| k.replace('"', "")).collect();
+    let mut cols: Vec<String> = keys
+        .iter()
+        .filter(|k| !FIXED_COLUMNS.contains(&k.as_str()))
+        .map(|k| k.replace('"', ""))
+        .collect();
     cols.extend(
         [
             "policy",
@@ -278,11 +285,13 @@ pub fn csv_header(keys: &[String]) -> String {
     cols.join(",")
 }
 
-/// One CSV row for a run.
-pub fn csv_row(swept: &[toml::Value], r: &RunResult) -> String {
-    let mut cols: Vec<String> = swept
+/// One CSV row for a run whose swept `keys` took the values `swept`.
+pub fn csv_row(keys: &[String], swept: &[toml::Value], r: &RunResult) -> String {
+    let mut cols: Vec<String> = keys
         .iter()
-        .map(|v| match v {
+        .zip(swept)
+        .filter(|(k, _)| !FIXED_COLUMNS.contains(&k.as_str()))
+        .map(|(_, v)| match v {
             toml::Value::String(s) => s.clone(),
             other => other.to_string(),
         })

@@ -13,7 +13,6 @@ use tiermux_core::Op;
 use tiermux_sim::calibrate::{closed_loop_throughput, qd1_latency_ns};
 use tiermux_sim::experiment::{csv_header, csv_row, run_all, Experiment, RunRecord};
 use tiermux_sim::profile::builtin_profiles;
-use tiermux_sim::workload::WorkloadSpec;
 use tiermux_sim::{RunResult, SimConfig};
 
 #[derive(Parser)]
@@ -179,24 +178,7 @@ fn describe(keys: &[String], swept: &[toml::Value], cfg: &SimConfig) -> String {
 
 /// The demo's configuration at one load.
 fn demo_config(policy: &str, load: f64) -> SimConfig {
-    SimConfig {
-        devices: vec!["optane-905p".into(), "flash-970pro".into()],
-        policy: policy.into(),
-        block_size: 65536,
-        cache_blocks: 4096,
-        workload: WorkloadSpec {
-            hit_ratio: Some(0.95),
-            ..WorkloadSpec::default()
-        },
-        client: tiermux_sim::ClientSpec {
-            workers: None,
-            load: Some(load),
-            ..tiermux_sim::ClientSpec::default()
-        },
-        duration_s: 2.0,
-        warmup_s: 1.0,
-        ..SimConfig::default()
-    }
+    tiermux_sim::presets::orthus_optane_flash(policy, load, 0.95)
 }
 
 const SPLIT_RATES: usize = 20;

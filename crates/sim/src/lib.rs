@@ -12,6 +12,7 @@ pub mod calibrate;
 pub mod config;
 pub mod device;
 pub mod experiment;
+pub mod presets;
 pub mod profile;
 pub mod sim;
 pub mod workload;

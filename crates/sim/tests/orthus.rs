@@ -2,28 +2,11 @@
 //! (Figure 7's setting: read-only, uniform, 64 KiB, 95 % hits), plus
 //! determinism and golden numbers.
 
-use tiermux_sim::workload::WorkloadSpec;
-use tiermux_sim::{run, ClientSpec, RunResult, SimConfig};
+use tiermux_sim::presets::orthus_optane_flash;
+use tiermux_sim::{run, RunResult, SimConfig};
 
 fn cfg(policy: &str, load: f64, hit: f64) -> SimConfig {
-    SimConfig {
-        devices: vec!["optane-905p".into(), "flash-970pro".into()],
-        policy: policy.into(),
-        block_size: 65536,
-        cache_blocks: 4096,
-        workload: WorkloadSpec {
-            hit_ratio: Some(hit),
-            ..WorkloadSpec::default()
-        },
-        client: ClientSpec {
-            workers: None,
-            load: Some(load),
-            ..ClientSpec::default()
-        },
-        duration_s: 2.0,
-        warmup_s: 1.0,
-        ..SimConfig::default()
-    }
+    orthus_optane_flash(policy, load, hit)
 }
 
 fn best_split(load: f64, hit: f64) -> RunResult {

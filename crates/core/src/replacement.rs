@@ -104,20 +104,27 @@ trait Links {
     fn set_next(&mut self, v: u32);
 }
 
-impl Links for Node {
-    fn prev(&self) -> u32 {
-        self.prev
-    }
-    fn next(&self) -> u32 {
-        self.next
-    }
-    fn set_prev(&mut self, v: u32) {
-        self.prev = v;
-    }
-    fn set_next(&mut self, v: u32) {
-        self.next = v;
-    }
+macro_rules! impl_links {
+    ($t:ty) => {
+        impl Links for $t {
+            fn prev(&self) -> u32 {
+                self.prev
+            }
+            fn next(&self) -> u32 {
+                self.next
+            }
+            fn set_prev(&mut self, v: u32) {
+                self.prev = v;
+            }
+            fn set_next(&mut self, v: u32) {
+                self.next = v;
+            }
+        }
+    };
 }
+
+impl_links!(Node);
+impl_links!(LruNode);
 
 /// An LRU node: 16 bytes (ARC's nodes also record their list).
 #[derive(Clone, Copy, Debug)]
@@ -125,21 +132,6 @@ struct LruNode {
     block: u64,
     prev: u32,
     next: u32,
-}
-
-impl Links for LruNode {
-    fn prev(&self) -> u32 {
-        self.prev
-    }
-    fn next(&self) -> u32 {
-        self.next
-    }
-    fn set_prev(&mut self, v: u32) {
-        self.prev = v;
-    }
-    fn set_next(&mut self, v: u32) {
-        self.next = v;
-    }
 }
 
 impl List {

@@ -198,6 +198,21 @@ struct Window {
 
 const MAX_OPEN_OUTSTANDING: usize = 1 << 20;
 
+/// Stores `value` in a free slot of `items` (reusing `free`), returning its index.
+#[inline]
+fn slab_insert<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            items[i as usize] = value;
+            i
+        }
+        None => {
+            items.push(value);
+            (items.len() - 1) as u32
+        }
+    }
+}
+
 /// A simulation in progress.
 pub struct Simulator {
     r: Resolved,
@@ -439,20 +454,14 @@ impl Simulator {
 
     fn issue(&mut self, worker: u32) {
         let g = self.workload.next(self.now);
-        let rid = match self.free_reqs.pop() {
-            Some(r) => r,
-            None => {
-                self.reqs.push(Req::default());
-                (self.reqs.len() - 1) as u32
-            }
-        };
-        self.reqs[rid as usize] = Req {
+        let req = Req {
             start_ns: self.now,
             op: Some(g.op),
             blocks_left: g.blocks,
             bytes: g.blocks as u64 * self.block_size,
             worker,
         };
+        let rid = slab_insert(&mut self.reqs, &mut self.free_reqs, req);
         for i in 0..g.blocks as u64 {
             let block = g.block + i;
             let b = block as usize;
@@ -463,19 +472,13 @@ impl Simulator {
                 }
                 Op::Read => (0, self.acked[b]),
             };
-            let sid = match self.free_subs.pop() {
-                Some(s) => s,
-                None => {
-                    self.subs.push(Sub::default());
-                    (self.subs.len() - 1) as u32
-                }
-            };
-            self.subs[sid as usize] = Sub {
+            let sub = Sub {
                 req: rid,
                 block,
                 version,
                 min_version,
             };
+            let sid = slab_insert(&mut self.subs, &mut self.free_subs, sub);
             self.dispatcher
                 .submit(sid as u64, Access { block, op: g.op });
         }

@@ -331,7 +331,10 @@ impl CacheCore {
         } else if self.dirty_blocks as f64 <= self.cfg.dirty_low_ratio * cap {
             self.flushing = false;
         }
-        if !(self.flushing || force) || self.flushes_queued >= self.cfg.flush_max_inflight {
+        // Refill the flush queue in batches: scan only once it has drained
+        // to half, so writes do not rescan the cold end one by one.
+        let refill_at = self.cfg.flush_max_inflight / 2;
+        if !(self.flushing || force) || self.flushes_queued > refill_at {
             return;
         }
         self.scan.clear();

@@ -154,6 +154,9 @@ pub static REGISTRY: &[Registered] = &[
     crate::policies::classic::REGISTERED,
     crate::policies::split::REGISTERED,
     crate::policies::nhc::REGISTERED,
+    crate::policies::sib::REGISTERED_PLUS,
+    crate::policies::sib::REGISTERED_PLUS_PLUS,
+    crate::policies::lbica::REGISTERED,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

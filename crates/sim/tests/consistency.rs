@@ -80,23 +80,35 @@ fn config(
     if write_mode == "wa" && !seed.is_multiple_of(2) {
         c.params.insert("wa_write_hit".into(), s("invalidate"));
     }
-    if policy == "nhc" {
-        // Tune fast so that load_admit moves within the short run.
+    // Tune fast so that the controllers act within the short run.
+    if policy != "classic" {
         c.params.insert("window_ms".into(), toml::Value::Float(0.2));
+    }
+    if policy == "nhc" {
         c.params
             .insert("stable_window_ms".into(), toml::Value::Float(0.5));
+    }
+    if policy == "nhc" || policy.starts_with("sib") {
         c.params
             .insert("min_window_ops".into(), toml::Value::Integer(4));
     }
     c
 }
 
+/// Every registered policy: a new one is checked without editing this file.
+fn policies() -> Vec<&'static str> {
+    tiermux_core::policy::REGISTRY
+        .iter()
+        .map(|r| r.name)
+        .collect()
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
 
     #[test]
     fn reads_return_last_acknowledged_write(
-        policy in prop::sample::select(vec!["classic", "nhc", "split"]),
+        policy in prop::sample::select(policies()),
         write_mode in prop::sample::select(vec!["wa", "wt", "wb"]),
         replacement in prop::sample::select(vec!["lru", "arc"]),
         fill in prop::sample::select(vec!["sync", "async"]),
@@ -119,7 +131,7 @@ proptest! {
 /// Every combination at least once, with heavy writes and contention.
 #[test]
 fn every_policy_and_write_mode() {
-    for policy in ["classic", "nhc", "split"] {
+    for policy in policies() {
         for wm in ["wa", "wt", "wb"] {
             for repl in ["lru", "arc"] {
                 for fill in ["sync", "async"] {

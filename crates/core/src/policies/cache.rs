@@ -2,14 +2,17 @@
 //!
 //! Device 0 caches blocks whose home is device 1. The cache keeps a slot
 //! per cached block, replaces with LRU or ARC and writes in one of three
-//! modes. Schedulers (NHC, SIB, LBICA) reuse it and only decide, per read,
-//! whether a miss is admitted and whether a clean hit is served by the cache.
+//! modes. Every caching policy (classic, NHC, SIB, LBICA) is a
+//! [`CachePolicy`] over a [`Scheduler`] that only decides, per request,
+//! whether a miss is admitted and whether a clean hit is served by the cache,
+//! and adjusts those decisions on ticks.
 
 use crate::map::PlacementMap;
+use crate::observe::Observation;
 use crate::params::Params;
-use crate::policy::{param_err, Ctx, LockView, PolicyError, TickCtx, VolumeSpec};
+use crate::policy::{param_err, Ctx, LockView, Policy, PolicyError, TickCtx, VolumeSpec};
 use crate::replacement::{new_replacement, Replacement, ReplacementKind};
-use crate::types::{Job, Op, Outcome, Purpose};
+use crate::types::{Access, Job, Op, Outcome, Purpose};
 
 /// The cache (performance) device.
 pub const PERF: u8 = 0;
@@ -205,8 +208,10 @@ impl CacheCore {
         Outcome::Miss
     }
 
-    /// Serves a write according to the write mode.
-    pub fn write(&mut self, block: u64, ctx: &mut Ctx<'_>) -> Outcome {
+    /// Serves a write according to the write mode. When `allocate_miss` is
+    /// false a write miss goes to the home device without taking a cache
+    /// slot, whatever the mode (hits are handled as the mode says).
+    pub fn write(&mut self, block: u64, ctx: &mut Ctx<'_>, allocate_miss: bool) -> Outcome {
         let e = ctx.map.get(block);
         let hit = e.valid_on(PERF);
         let outcome = if hit { Outcome::Hit } else { Outcome::Miss };
@@ -215,8 +220,10 @@ impl CacheCore {
                 let slot = if hit {
                     self.repl.on_hit(e.slot);
                     Some(e.slot)
-                } else {
+                } else if allocate_miss {
                     self.admit(block, ctx.map, ctx.locks, ctx.jobs)
+                } else {
+                    None
                 };
                 if let Some(slot) = slot {
                     ctx.plan.client(PERF, Op::Write, slot as u64);
@@ -238,8 +245,10 @@ impl CacheCore {
                 let slot = if hit {
                     self.repl.on_hit(e.slot);
                     Some(e.slot)
-                } else {
+                } else if allocate_miss {
                     self.admit(block, ctx.map, ctx.locks, ctx.jobs)
+                } else {
+                    None
                 };
                 match slot {
                     Some(slot) => {
@@ -397,5 +406,106 @@ impl CacheCore {
             }
             None => false,
         }
+    }
+}
+
+/// The per-request decisions of a caching policy and the controller that
+/// tunes them. A [`CachePolicy`] asks its scheduler and does the rest.
+pub trait Scheduler: Send {
+    /// Registry name of the policy.
+    fn name(&self) -> &'static str;
+    /// Whether a read miss is admitted into the cache now.
+    fn admit_read_miss(&self) -> bool {
+        true
+    }
+    /// Whether a write miss may take a cache slot now.
+    fn allocate_write_miss(&self) -> bool {
+        true
+    }
+    /// Asked for each clean read hit: serve it from the cache (true) or
+    /// from the home device (false).
+    fn hit_to_cache(&mut self) -> bool {
+        true
+    }
+    /// How often [`Scheduler::on_tick`] wants to run, ns.
+    fn tick_interval_ns(&self) -> Option<u64> {
+        None
+    }
+    /// Feeds the controller one interval's observation.
+    fn on_tick(&mut self, obs: &Observation) {
+        let _ = obs;
+    }
+    /// Controller variables for time series.
+    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
+        let _ = out;
+    }
+}
+
+/// A caching policy: a [`CacheCore`] driven by a [`Scheduler`].
+pub struct CachePolicy<S> {
+    core: CacheCore,
+    sched: S,
+    vol_blocks: u64,
+}
+
+impl<S: Scheduler> CachePolicy<S> {
+    /// Caching over `vol` with the cache settings in `p`, scheduled by `sched`.
+    pub fn build(p: &Params, vol: &VolumeSpec, sched: S) -> Result<Self, PolicyError> {
+        Ok(CachePolicy {
+            core: CacheCore::new(CacheConfig::from_params(p, vol, sched.name())?),
+            sched,
+            vol_blocks: vol.num_blocks,
+        })
+    }
+}
+
+impl<S: Scheduler> Policy for CachePolicy<S> {
+    fn name(&self) -> &str {
+        self.sched.name()
+    }
+    fn address_space(&self, device: usize) -> u64 {
+        self.core.address_space(device, self.vol_blocks)
+    }
+    fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
+        match access.op {
+            Op::Read => {
+                let admit = self.sched.admit_read_miss();
+                let sched = &mut self.sched;
+                self.core
+                    .read(access.block, ctx, admit, &mut || sched.hit_to_cache())
+            }
+            Op::Write => {
+                let allocate = self.sched.allocate_write_miss();
+                self.core.write(access.block, ctx, allocate)
+            }
+        }
+    }
+    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+        if job.kind == JOB_FLUSH {
+            self.core.start_flush(job, ctx);
+        }
+    }
+    fn finish_job(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
+        if job.kind == JOB_FLUSH {
+            self.core.finish_flush(ctx);
+        }
+    }
+    fn tick_interval_ns(&self) -> Option<u64> {
+        self.sched.tick_interval_ns()
+    }
+    fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
+        self.sched.on_tick(obs);
+        self.core
+            .schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
+    }
+    fn controller_state(&self) -> Vec<(&'static str, f64)> {
+        let mut out = Vec::new();
+        self.sched.state(&mut out);
+        out.push(("cached_blocks", self.core.cached_blocks() as f64));
+        out.push(("dirty_blocks", self.core.dirty_blocks() as f64));
+        out
+    }
+    fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
+        self.core.warm(block, map)
     }
 }

@@ -3,5 +3,7 @@
 
 pub mod cache;
 pub mod classic;
+pub mod lbica;
 pub mod nhc;
+pub mod sib;
 pub mod split;

@@ -27,14 +27,12 @@
 //! noise, and the stability test widens to three standard errors of the
 //! sampled hit ratio when windows are small (`noise_aware`).
 
-use super::cache::{CacheConfig, CacheCore, JOB_FLUSH};
+use super::cache::{CachePolicy, Scheduler};
 use crate::hist::Histogram;
-use crate::map::PlacementMap;
 use crate::observe::Observation;
 use crate::params::Params;
-use crate::policy::{param_err, Ctx, Policy, PolicyError, Registered, TickCtx, VolumeSpec};
+use crate::policy::{param_err, Policy, PolicyError, Registered, VolumeSpec};
 use crate::rng::Rng;
-use crate::types::{Access, Job, Op, Outcome};
 
 /// Registry entry.
 pub const REGISTERED: Registered = Registered {
@@ -129,9 +127,8 @@ impl NhcConfig {
 }
 
 fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, PolicyError> {
-    let core = CacheCore::new(CacheConfig::from_params(p, vol, "nhc")?);
     let cfg = NhcConfig::from_params(p, "nhc")?;
-    Ok(Box::new(Nhc::new(core, cfg, vol.num_blocks, seed)))
+    Ok(Box::new(CachePolicy::build(p, vol, Nhc::new(cfg, seed))?))
 }
 
 /// One measurement accumulated over one or more ticks.
@@ -199,12 +196,10 @@ enum Probe {
     Down,
 }
 
-/// The NHC policy: classic caching plus the scheduler.
+/// The NHC scheduler (run by a [`CachePolicy`]).
 pub struct Nhc {
-    core: CacheCore,
     cfg: NhcConfig,
     rng: Rng,
-    vol_blocks: u64,
     /// Whether read misses are admitted.
     data_admit: bool,
     /// Fraction of clean read hits served by the cache (the applied value).
@@ -225,13 +220,11 @@ pub struct Nhc {
 }
 
 impl Nhc {
-    /// NHC over `core`, starting in State 1.
-    pub fn new(core: CacheCore, cfg: NhcConfig, vol_blocks: u64, seed: u64) -> Self {
+    /// The scheduler in State 1.
+    pub fn new(cfg: NhcConfig, seed: u64) -> Self {
         Nhc {
-            core,
             cfg,
             rng: Rng::new(seed ^ 0x004E_4843),
-            vol_blocks,
             data_admit: true,
             load_admit: 1.0,
             center: 1.0,
@@ -375,57 +368,32 @@ impl Nhc {
     }
 }
 
-impl Policy for Nhc {
-    fn name(&self) -> &str {
+impl Scheduler for Nhc {
+    fn name(&self) -> &'static str {
         "nhc"
     }
-    fn address_space(&self, device: usize) -> u64 {
-        self.core.address_space(device, self.vol_blocks)
+    fn admit_read_miss(&self) -> bool {
+        self.data_admit
     }
-    fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
-        match access.op {
-            Op::Read => {
-                let la = self.load_admit;
-                let rng = &mut self.rng;
-                self.core.read(access.block, ctx, self.data_admit, &mut || {
-                    la >= 1.0 || rng.next_f64() < la
-                })
-            }
-            Op::Write => self.core.write(access.block, ctx),
-        }
-    }
-    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
-        if job.kind == JOB_FLUSH {
-            self.core.start_flush(job, ctx);
-        }
-    }
-    fn finish_job(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
-        if job.kind == JOB_FLUSH {
-            self.core.finish_flush(ctx);
-        }
+    fn hit_to_cache(&mut self) -> bool {
+        self.load_admit >= 1.0 || self.rng.next_f64() < self.load_admit
     }
     fn tick_interval_ns(&self) -> Option<u64> {
         Some(self.cfg.window_ns.min(self.cfg.stable_window_ns))
     }
-    fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
+    fn on_tick(&mut self, obs: &Observation) {
         if self.tuning {
             self.state2_tick(obs);
         } else {
             self.state1_tick(obs);
         }
-        self.core
-            .schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
     }
-    fn controller_state(&self) -> Vec<(&'static str, f64)> {
-        vec![
+    fn state(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.extend([
             ("data_admit", if self.data_admit { 1.0 } else { 0.0 }),
             ("load_admit", self.load_admit),
             ("nhc_state", if self.tuning { 2.0 } else { 1.0 }),
             ("nhc_restarts", self.restarts as f64),
-            ("dirty_blocks", self.core.dirty_blocks() as f64),
-        ]
-    }
-    fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
-        self.core.warm(block, map)
+        ]);
     }
 }

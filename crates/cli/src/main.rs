@@ -10,8 +10,9 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_core::Op;
+use tiermux_report::Table;
 use tiermux_sim::calibrate::{closed_loop_throughput, qd1_latency_ns};
-use tiermux_sim::experiment::{csv_header, csv_row, run_all, Experiment, RunRecord};
+use tiermux_sim::experiment::{run_all, runs_table, timeseries_table, Experiment, RunRecord};
 use tiermux_sim::profile::builtin_profiles;
 use tiermux_sim::{RunResult, SimConfig};
 
@@ -107,20 +108,9 @@ fn progress_bar(n: usize) -> ProgressBar {
     pb
 }
 
-fn write_results(
-    dir: &Path,
-    header: &str,
-    rows: &[String],
-    json: &serde_json::Value,
-) -> Result<()> {
+fn write_results(dir: &Path, table: &Table, json: &serde_json::Value) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut csv = String::from(header);
-    csv.push('\n');
-    for r in rows {
-        csv.push_str(r);
-        csv.push('\n');
-    }
-    std::fs::write(dir.join("results.csv"), csv)?;
+    std::fs::write(dir.join("results.csv"), table.to_csv())?;
     std::fs::write(
         dir.join("results.json"),
         serde_json::to_string_pretty(json)?,
@@ -137,34 +127,47 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
     let start = Instant::now();
     let results = run_all(&configs, threads(t), &|n| pb.set_position(n as u64));
     pb.finish_and_clear();
-    let mut rows = Vec::new();
-    let mut records = Vec::new();
+    let mut finished = Vec::new();
     for ((swept, cfg), r) in exp.runs.iter().zip(results) {
         let r = r.with_context(|| format!("run with {}", describe(&exp.keys, swept, cfg)))?;
-        rows.push(csv_row(&exp.keys, swept, &r));
-        records.push(RunRecord {
-            swept: exp
-                .keys
-                .iter()
-                .cloned()
-                .zip(swept.iter().map(|v| v.to_string()))
-                .collect(),
-            result: r,
-        });
+        finished.push((swept.as_slice(), r));
     }
+    let pairs: Vec<(&[toml::Value], &RunResult)> = finished.iter().map(|(s, r)| (*s, r)).collect();
+    let table = runs_table(&exp.keys, &pairs);
+    let series = timeseries_table(&exp.keys, &pairs);
+    let records: Vec<RunRecord> = pairs
+        .iter()
+        .map(|(s, r)| RunRecord::new(&exp.keys, s, r))
+        .collect();
     let json = serde_json::json!({
         "experiment": exp.name,
         "description": exp.description,
         "runs": records,
     });
-    write_results(&out, &csv_header(&exp.keys), &rows, &json)?;
+    write_results(&out, &table, &json)?;
+    std::fs::write(out.join("timeseries.csv"), series.to_csv())?;
+    let mut figures = Vec::new();
+    for plot in &exp.plots {
+        let data = match plot.data {
+            tiermux_report::PlotData::Runs => &table,
+            tiermux_report::PlotData::Timeseries => &series,
+        };
+        let svg = tiermux_report::render(plot, data)
+            .with_context(|| format!("{}: drawing plot '{}'", file.display(), plot.name))?;
+        let path = out.join(format!("{}.svg", plot.name));
+        std::fs::write(&path, svg)?;
+        figures.push(path.display().to_string());
+    }
     println!(
         "{}: {} runs in {:.1} s -> {}",
         exp.name,
-        rows.len(),
+        table.rows.len(),
         start.elapsed().as_secs_f64(),
         out.join("results.csv").display()
     );
+    for f in figures {
+        println!("  figure {f}");
+    }
     Ok(())
 }
 
@@ -229,7 +232,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
     );
     let per_load = 2 + SPLIT_RATES;
     let keys = vec!["load".to_string(), "configuration".to_string()];
-    let mut rows = Vec::new();
+    let mut swept_values = Vec::new();
     for (li, &load) in loads.iter().enumerate() {
         let chunk = &results[li * per_load..(li + 1) * per_load];
         let classic = &chunk[0];
@@ -272,13 +275,9 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             limit_ops / c
         );
         let sw = |extra: &str| vec![toml::Value::Float(load), toml::Value::String(extra.into())];
-        rows.push(csv_row(&keys, &sw("classic"), classic));
-        rows.push(csv_row(&keys, &sw("nhc"), nhc));
-        rows.push(csv_row(
-            &keys,
-            &sw(&format!("best split {best_rate:.2}")),
-            best,
-        ));
+        swept_values.push((sw("classic"), classic));
+        swept_values.push((sw("nhc"), nhc));
+        swept_values.push((sw(&format!("best split {best_rate:.2}")), best));
     }
     println!(
         "\n{} simulated runs in {:.1} s (NHC final state at Load-2.0: {}).",
@@ -293,8 +292,17 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             .join(", ")
     );
     if let Some(dir) = out {
-        let json = serde_json::json!({ "experiment": "demo", "csv_rows": rows });
-        write_results(dir, &csv_header(&keys), &rows, &json)?;
+        let pairs: Vec<(&[toml::Value], &RunResult)> = swept_values
+            .iter()
+            .map(|(s, r)| (s.as_slice(), *r))
+            .collect();
+        let table = runs_table(&keys, &pairs);
+        let runs: Vec<RunRecord> = pairs
+            .iter()
+            .map(|(s, r)| RunRecord::new(&keys, s, r))
+            .collect();
+        let json = serde_json::json!({ "experiment": "demo", "runs": runs });
+        write_results(dir, &table, &json)?;
         println!("wrote {}", dir.join("results.csv").display());
     }
     Ok(())

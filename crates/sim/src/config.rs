@@ -194,6 +194,8 @@ pub struct Resolved {
     pub volume_blocks: u64,
     /// Policy parameters.
     pub params: Params,
+    /// The policy's controller variables (time-series columns).
+    pub controller_names: Vec<String>,
     /// Clients.
     pub client: ClientMode,
 }
@@ -401,16 +403,25 @@ impl SimConfig {
         // Build the policy once so unknown names and bad parameters surface
         // here, with the field named.
         let volume = volume_spec(c, &devices, volume_blocks);
-        if let Err(e) = tiermux_core::build_policy(&c.policy, &params, &volume, c.seed) {
-            let field = match &e {
-                tiermux_core::PolicyError::Param { source, .. } => {
-                    format!("params.{}", source.field)
-                }
-                _ => "policy".to_string(),
-            };
-            return Err(ConfigError::new(field, e.to_string()));
-        }
+        let controller_names = match tiermux_core::build_policy(&c.policy, &params, &volume, c.seed)
+        {
+            Ok(p) => p
+                .controller_state()
+                .into_iter()
+                .map(|(k, _)| k.to_string())
+                .collect(),
+            Err(e) => {
+                let field = match &e {
+                    tiermux_core::PolicyError::Param { source, .. } => {
+                        format!("params.{}", source.field)
+                    }
+                    _ => "policy".to_string(),
+                };
+                return Err(ConfigError::new(field, e.to_string()));
+            }
+        };
         Ok(Resolved {
+            controller_names,
             cfg: c.clone(),
             devices,
             working_set,

@@ -17,6 +17,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use tiermux_report::{PlotData, PlotSpec, Table};
+
 use crate::config::{ConfigError, SimConfig};
 use crate::sim::{run, RunResult, SimError};
 
@@ -31,6 +33,8 @@ pub struct Experiment {
     pub keys: Vec<String>,
     /// One configuration per run, with the swept values that made it.
     pub runs: Vec<(Vec<toml::Value>, SimConfig)>,
+    /// Figures to draw from the results (`[[plot]]`).
+    pub plots: Vec<PlotSpec>,
 }
 
 /// An experiment-file problem: file, line and field.
@@ -98,11 +102,11 @@ impl Experiment {
             )
         })?;
         for k in doc.keys() {
-            if !["name", "description", "base", "sweep"].contains(&k.as_str()) {
+            if !["name", "description", "base", "sweep", "plot"].contains(&k.as_str()) {
                 return Err(err(
                     line_of_key(text, k),
                     k,
-                    "unknown top-level key (expected name, description, base, sweep)".into(),
+                    "unknown top-level key (expected name, description, base, sweep, plot)".into(),
                 ));
             }
         }
@@ -164,6 +168,7 @@ impl Experiment {
                 .collect();
         }
         let mut runs = Vec::new();
+        let mut controller_names: Vec<String> = Vec::new();
         for combo in combos {
             let mut cfg_value = base.clone();
             for (k, v) in keys.iter().zip(&combo) {
@@ -183,16 +188,24 @@ impl Experiment {
                     msg,
                 )
             })?;
-            cfg.resolve().map_err(|e: ConfigError| {
+            let resolved = cfg.resolve().map_err(|e: ConfigError| {
                 err(line_of_key(text, &e.field), &e.field, e.message.clone())
             })?;
+            for c in resolved.controller_names {
+                if !controller_names.contains(&c) {
+                    controller_names.push(c);
+                }
+            }
             runs.push((combo, cfg));
         }
+        let plots = parse_plots(&doc, text, &keys, &controller_names)
+            .map_err(|(line, field, message)| err(line, &field, message))?;
         Ok(Experiment {
             name,
             description,
             keys,
             runs,
+            plots,
         })
     }
 
@@ -209,6 +222,60 @@ impl Experiment {
     }
 }
 
+/// Line of the `n`-th `[[plot]]` header.
+fn line_of_plot(text: &str, n: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[[plot]]"))
+        .nth(n)
+        .map(|(i, _)| i + 1)
+}
+
+type FieldError = (Option<usize>, String, String);
+
+/// Reads and checks the `[[plot]]` tables against the columns the runs
+/// will produce.
+fn parse_plots(
+    doc: &toml::Table,
+    text: &str,
+    keys: &[String],
+    controller: &[String],
+) -> Result<Vec<PlotSpec>, FieldError> {
+    let Some(v) = doc.get("plot") else {
+        return Ok(Vec::new());
+    };
+    let list = v.as_array().ok_or_else(|| {
+        (
+            line_of_key(text, "plot"),
+            "plot".to_string(),
+            "must be [[plot]] tables".to_string(),
+        )
+    })?;
+    let mut plots: Vec<PlotSpec> = Vec::new();
+    for (i, p) in list.iter().enumerate() {
+        let line = line_of_plot(text, i);
+        let spec: PlotSpec = p
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| (line, format!("plot[{i}]"), e.message().to_string()))?;
+        let columns = match spec.data {
+            PlotData::Runs => run_columns(keys),
+            PlotData::Timeseries => sample_columns(keys, controller),
+        };
+        spec.check_columns(&columns)
+            .map_err(|e| (line, format!("plot[{i}].{}", e.field), e.message))?;
+        if plots.iter().any(|q| q.name == spec.name) {
+            return Err((
+                line,
+                format!("plot[{i}].name"),
+                format!("'{}' is used by another plot", spec.name),
+            ));
+        }
+        plots.push(spec);
+    }
+    Ok(plots)
+}
+
 /// One finished run with its swept values.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunRecord {
@@ -216,6 +283,16 @@ pub struct RunRecord {
     pub swept: Vec<(String, String)>,
     /// The measurements.
     pub result: RunResult,
+}
+
+impl RunRecord {
+    /// The record of a run whose swept `keys` took the values `swept`.
+    pub fn new(keys: &[String], swept: &[toml::Value], result: &RunResult) -> Self {
+        RunRecord {
+            swept: keys.iter().cloned().zip(swept.iter().map(cell)).collect(),
+            result: result.clone(),
+        }
+    }
 }
 
 /// Runs `configs` on up to `threads` threads, calling `progress` after each.
@@ -253,49 +330,82 @@ pub fn run_all(
 /// Swept keys that are also fixed result columns (reported once).
 const FIXED_COLUMNS: &[&str] = &["policy"];
 
-/// The CSV header for an experiment with swept `keys`.
-pub fn csv_header(keys: &[String]) -> String {
-    let mut cols: Vec<String> = keys
-        .iter()
+/// Result columns of a run after the swept keys.
+const RUN_COLUMNS: &[&str] = &[
+    "policy",
+    "workers",
+    "throughput_ops_per_s",
+    "throughput_bytes_per_s",
+    "mean_latency_us",
+    "p50_latency_us",
+    "p99_latency_us",
+    "p999_latency_us",
+    "hit_ratio",
+    "dev0_bytes_per_s",
+    "dev1_bytes_per_s",
+    "dev0_utilization",
+    "dev1_utilization",
+    "dev0_admitted_bytes",
+    "dev0_written_bytes",
+    "dev1_written_bytes",
+    "requests",
+];
+
+/// Result columns of a time-series sample after the swept keys and policy.
+const SAMPLE_COLUMNS: &[&str] = &[
+    "t_s",
+    "throughput_ops_per_s",
+    "mean_latency_us",
+    "hit_ratio",
+    "load",
+    "dev0_bytes_per_s",
+    "dev1_bytes_per_s",
+];
+
+/// Swept keys as column names (quotes removed, `policy` left to the results).
+fn key_columns(keys: &[String]) -> Vec<String> {
+    keys.iter()
         .filter(|k| !FIXED_COLUMNS.contains(&k.as_str()))
         .map(|k| k.replace('"', ""))
-        .collect();
-    cols.extend(
-        [
-            "policy",
-            "workers",
-            "throughput_ops_per_s",
-            "throughput_bytes_per_s",
-            "mean_latency_us",
-            "p50_latency_us",
-            "p99_latency_us",
-            "p999_latency_us",
-            "hit_ratio",
-            "dev0_bytes_per_s",
-            "dev1_bytes_per_s",
-            "dev0_utilization",
-            "dev1_utilization",
-            "dev0_admitted_bytes",
-            "dev0_written_bytes",
-            "dev1_written_bytes",
-            "requests",
-        ]
-        .map(String::from),
-    );
-    cols.join(",")
+        .collect()
 }
 
-/// One CSV row for a run whose swept `keys` took the values `swept`.
-pub fn csv_row(keys: &[String], swept: &[toml::Value], r: &RunResult) -> String {
-    let mut cols: Vec<String> = keys
-        .iter()
+/// A swept value as a table cell: strings bare, lists joined with '+'
+/// (`optane-905p+flash-970pro`).
+pub fn cell(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Array(a) => a.iter().map(cell).collect::<Vec<_>>().join("+"),
+        other => other.to_string(),
+    }
+}
+
+fn key_cells(keys: &[String], swept: &[toml::Value]) -> Vec<String> {
+    keys.iter()
         .zip(swept)
         .filter(|(k, _)| !FIXED_COLUMNS.contains(&k.as_str()))
-        .map(|(_, v)| match v {
-            toml::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect();
+        .map(|(_, v)| cell(v))
+        .collect()
+}
+
+fn num(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// Column names of the per-run table for an experiment with swept `keys`.
+pub fn run_columns(keys: &[String]) -> Vec<String> {
+    let mut cols = key_columns(keys);
+    cols.extend(RUN_COLUMNS.iter().map(|c| c.to_string()));
+    cols
+}
+
+/// The per-run table row for a run whose swept `keys` took `swept`.
+pub fn run_cells(keys: &[String], swept: &[toml::Value], r: &RunResult) -> Vec<String> {
+    let mut cols = key_cells(keys, swept);
     let dev = |i: usize| r.devices.get(i);
     cols.push(r.policy.clone());
     cols.push(r.workers.to_string());
@@ -312,17 +422,81 @@ pub fn csv_row(keys: &[String], swept: &[toml::Value], r: &RunResult) -> String 
         dev(0).map_or(0.0, |d| d.utilization),
         dev(1).map_or(0.0, |d| d.utilization),
     ] {
-        cols.push(if x.is_nan() {
-            String::new()
-        } else {
-            format!("{x:.4}")
-        });
+        cols.push(num(x));
     }
     cols.push(dev(0).map_or(0, |d| d.admitted_bytes).to_string());
     cols.push(dev(0).map_or(0, |d| d.written_bytes).to_string());
     cols.push(dev(1).map_or(0, |d| d.written_bytes).to_string());
     cols.push(r.requests.to_string());
-    cols.join(",")
+    cols
+}
+
+/// Identifying columns of both tables: the swept keys and the policy.
+fn identity(keys: &[String]) -> Vec<String> {
+    let mut k = key_columns(keys);
+    k.push("policy".into());
+    k
+}
+
+/// One row per run.
+pub fn runs_table(keys: &[String], runs: &[(&[toml::Value], &RunResult)]) -> Table {
+    let mut t = Table::new(run_columns(keys), identity(keys));
+    t.rows = runs.iter().map(|(s, r)| run_cells(keys, s, r)).collect();
+    t
+}
+
+/// Column names of the time-series table; `controller` names the
+/// controller variables to include.
+pub fn sample_columns(keys: &[String], controller: &[String]) -> Vec<String> {
+    let mut cols = key_columns(keys);
+    cols.push("policy".into());
+    cols.extend(SAMPLE_COLUMNS.iter().map(|c| c.to_string()));
+    cols.extend(controller.iter().cloned());
+    cols
+}
+
+/// One row per time-series sample of every run; controller variables a
+/// run does not have are left empty.
+pub fn timeseries_table(keys: &[String], runs: &[(&[toml::Value], &RunResult)]) -> Table {
+    let mut controller: Vec<String> = Vec::new();
+    for (_, r) in runs {
+        for s in r.samples.iter().take(1) {
+            for (k, _) in &s.controller {
+                if !controller.contains(k) {
+                    controller.push(k.clone());
+                }
+            }
+        }
+    }
+    let mut t = Table::new(sample_columns(keys, &controller), identity(keys));
+    for (swept, r) in runs {
+        let base = key_cells(keys, swept);
+        for s in &r.samples {
+            let mut row = base.clone();
+            row.push(r.policy.clone());
+            row.push(format!("{:.4}", s.t_s));
+            for x in [
+                s.throughput_ops_per_s,
+                s.mean_latency_us,
+                s.hit_ratio,
+                s.load,
+                s.device_bytes_per_s.first().copied().unwrap_or(0.0),
+                s.device_bytes_per_s.get(1).copied().unwrap_or(0.0),
+            ] {
+                row.push(num(x));
+            }
+            for c in &controller {
+                row.push(
+                    s.controller
+                        .iter()
+                        .find(|(k, _)| k == c)
+                        .map_or(String::new(), |(_, v)| num(*v)),
+                );
+            }
+            t.rows.push(row);
+        }
+    }
+    t
 }
 
 #[cfg(test)]
@@ -370,5 +544,21 @@ mod tests {
         let e = Experiment::parse("[base]\ndevices = [\"fixed:1\", \"fixed:1\"]\npolicy = \"classic\"\nduration_s = -1.0\n", "v.toml")
             .unwrap_err();
         assert_eq!(e.line, Some(4), "{e}");
+    }
+
+    #[test]
+    fn plots_are_checked_against_the_result_columns() {
+        let base = "[base]\ndevices = [\"fixed:100\", \"fixed:50\"]\npolicy = \"classic\"\n[sweep]\npolicy = [\"classic\", \"nhc\"]\n\"client.workers\" = [1, 2]\n";
+        let ok = format!("{base}[[plot]]\nname = \"a\"\nx = \"client.workers\"\ny = \"throughput_ops_per_s\"\nseries = \"policy\"\n[[plot]]\nname = \"b\"\ndata = \"timeseries\"\nx = \"t_s\"\ny = \"load_admit\"\n");
+        let e = Experiment::parse(&ok, "p.toml").unwrap();
+        assert_eq!(e.plots.len(), 2);
+        let bad =
+            format!("{base}[[plot]]\nname = \"a\"\nx = \"client.workers\"\ny = \"throughput\"\n");
+        let e = Experiment::parse(&bad, "p.toml").unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("plot[0].y", Some(7)), "{e}");
+        let bad =
+            format!("{base}[[plot]]\nname = \"a\"\nx = \"t_s\"\ny = \"load_admit\"\ncolour = 1\n");
+        let e = Experiment::parse(&bad, "p.toml").unwrap_err();
+        assert!(e.to_string().contains("colour"), "{e}");
     }
 }

@@ -1,0 +1,370 @@
+//! SVG rendering of a [`PlotSpec`] over a [`Table`]: a grid of panels with
+//! axes, ticks, grid lines and one shared legend.
+
+use std::fmt::Write;
+
+use crate::{arrange, Panel, PlotError, PlotKind, PlotSpec, Table};
+
+const PANEL_W: f64 = 380.0;
+const PANEL_H: f64 = 270.0;
+const MARGIN_LEFT: f64 = 64.0;
+const MARGIN_RIGHT: f64 = 14.0;
+const MARGIN_TOP: f64 = 28.0;
+const MARGIN_BOTTOM: f64 = 46.0;
+const MAX_PANEL_COLUMNS: usize = 3;
+const LEGEND_ROW_H: f64 = 18.0;
+const COLORS: [&str; 10] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+
+/// Draws `spec` over `table` as an SVG document.
+pub fn render(spec: &PlotSpec, table: &Table) -> Result<String, PlotError> {
+    let panels = arrange(spec, table)?;
+    // Series labels across panels share colors.
+    let mut labels: Vec<String> = Vec::new();
+    for p in &panels {
+        for s in &p.series {
+            if !labels.contains(&s.label) {
+                labels.push(s.label.clone());
+            }
+        }
+    }
+    let numeric_x = spec.kind == PlotKind::Lines
+        && panels
+            .iter()
+            .flat_map(|p| &p.series)
+            .flat_map(|s| &s.points)
+            .all(|(x, _)| x.parse::<f64>().is_ok_and(f64::is_finite));
+    let cols = panels.len().min(MAX_PANEL_COLUMNS);
+    let rows = panels.len().div_ceil(cols);
+    let legend_per_row = ((cols as f64 * PANEL_W) / 190.0).floor().max(1.0) as usize;
+    let legend_rows = labels.len().div_ceil(legend_per_row);
+    let title_h = if spec.title.is_empty() { 10.0 } else { 34.0 };
+    let legend_h = legend_rows as f64 * LEGEND_ROW_H + 8.0;
+    let width = cols as f64 * PANEL_W;
+    let height = title_h + legend_h + rows as f64 * PANEL_H;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(
+        out,
+        r#"<rect width="{width}" height="{height}" fill="white"/>"#
+    );
+    if !spec.title.is_empty() {
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{}</text>"#,
+            width / 2.0,
+            esc(&spec.title)
+        );
+    }
+    for (i, label) in labels.iter().enumerate() {
+        let x = 12.0 + (i % legend_per_row) as f64 * 190.0;
+        let y = title_h + 12.0 + (i / legend_per_row) as f64 * LEGEND_ROW_H;
+        let c = COLORS[i % COLORS.len()];
+        let _ = writeln!(
+            out,
+            r#"<rect x="{x}" y="{}" width="14" height="10" fill="{c}"/><text x="{}" y="{}">{}</text>"#,
+            y - 9.0,
+            x + 19.0,
+            y,
+            esc(label)
+        );
+    }
+    for (i, panel) in panels.iter().enumerate() {
+        let ox = (i % cols) as f64 * PANEL_W;
+        let oy = title_h + legend_h + (i / cols) as f64 * PANEL_H;
+        draw_panel(&mut out, spec, panel, &labels, numeric_x, ox, oy);
+    }
+    out.push_str("</svg>\n");
+    Ok(out)
+}
+
+fn draw_panel(
+    out: &mut String,
+    spec: &PlotSpec,
+    panel: &Panel,
+    labels: &[String],
+    numeric_x: bool,
+    ox: f64,
+    oy: f64,
+) {
+    let (x0, x1) = (ox + MARGIN_LEFT, ox + PANEL_W - MARGIN_RIGHT);
+    let (y0, y1) = (oy + PANEL_H - MARGIN_BOTTOM, oy + MARGIN_TOP);
+    let ys = panel
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1));
+    let (mut lo, mut hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+        (a.min(y), b.max(y))
+    });
+    if spec.y_from_zero.unwrap_or(true) || spec.kind == PlotKind::Bars {
+        lo = lo.min(0.0);
+        hi = hi.max(0.0);
+    }
+    if hi <= lo {
+        hi = lo + 1.0;
+    }
+    let yticks = nice_ticks(lo, hi, 5);
+    let (lo, hi) = (yticks[0], *yticks.last().expect("ticks"));
+    let ymap = |y: f64| y0 - (y - lo) / (hi - lo) * (y0 - y1);
+    // x: numeric range or ordered categories.
+    let mut cats: Vec<String> = Vec::new();
+    for s in &panel.series {
+        for (x, _) in &s.points {
+            if !cats.contains(x) {
+                cats.push(x.clone());
+            }
+        }
+    }
+    let (xlo, xhi, xticks) = if numeric_x {
+        let v: Vec<f64> = cats.iter().filter_map(|c| c.parse().ok()).collect();
+        let (a, b) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            });
+        let (a, b) = if b > a { (a, b) } else { (a - 0.5, a + 0.5) };
+        let t = nice_ticks(a, b, 6);
+        let inside: Vec<f64> = t
+            .iter()
+            .copied()
+            .filter(|&x| x >= a - 1e-9 * (b - a) && x <= b + 1e-9 * (b - a))
+            .collect();
+        (a, b, inside)
+    } else {
+        (0.0, cats.len() as f64, Vec::new())
+    };
+    let xmap = |x: f64| x0 + (x - xlo) / (xhi - xlo) * (x1 - x0);
+    let cat_center = |c: &str| {
+        let i = cats.iter().position(|x| x == c).unwrap_or(0);
+        xmap(i as f64 + 0.5)
+    };
+    // Frame, grid and ticks.
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-weight="bold">{}</text>"#,
+        (x0 + x1) / 2.0,
+        oy + 16.0,
+        esc(&panel.label)
+    );
+    for &t in &yticks {
+        let y = ymap(t);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            x0 - 5.0,
+            y + 4.0,
+            fmt_num(t)
+        );
+    }
+    if numeric_x {
+        for &t in &xticks {
+            let x = xmap(t);
+            let _ = writeln!(
+                out,
+                r##"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{}" stroke="#444"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##,
+                y0 + 4.0,
+                y0 + 16.0,
+                fmt_num(t)
+            );
+        }
+    } else {
+        for c in &cats {
+            let _ = writeln!(
+                out,
+                r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                cat_center(c),
+                y0 + 16.0,
+                esc(c)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        r##"<polyline points="{x0},{y1} {x0},{y0} {x1},{y0}" fill="none" stroke="#444"/>"##
+    );
+    let xl = spec.x_label.clone().unwrap_or_else(|| spec.x.clone());
+    let yl = spec.y_label.clone().unwrap_or_else(|| spec.y.clone());
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        (x0 + x1) / 2.0,
+        y0 + 34.0,
+        esc(&xl)
+    );
+    let (yx, yy) = (ox + 14.0, (y0 + y1) / 2.0);
+    let _ = writeln!(
+        out,
+        r#"<text x="{yx}" y="{yy}" text-anchor="middle" transform="rotate(-90 {yx} {yy})">{}</text>"#,
+        esc(&yl)
+    );
+    // Data.
+    let n = panel.series.len().max(1) as f64;
+    for (si, s) in panel.series.iter().enumerate() {
+        let ci = labels.iter().position(|l| *l == s.label).unwrap_or(0);
+        let color = COLORS[ci % COLORS.len()];
+        match spec.kind {
+            PlotKind::Bars => {
+                let group = (x1 - x0) / cats.len().max(1) as f64 * 0.8;
+                let w = group / n;
+                for (x, y) in &s.points {
+                    let left = cat_center(x) - group / 2.0 + si as f64 * w;
+                    let (top, bottom) = (ymap(y.max(0.0)), ymap(y.min(0.0)));
+                    let _ = writeln!(
+                        out,
+                        r#"<rect x="{left:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {}</title></rect>"#,
+                        (w - 1.0).max(1.0),
+                        (bottom - top).max(0.5),
+                        esc(&s.label),
+                        fmt_num(*y)
+                    );
+                }
+            }
+            PlotKind::Lines => {
+                let mut pts: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .map(|(x, y)| {
+                        let px = if numeric_x {
+                            xmap(x.parse().unwrap_or(0.0))
+                        } else {
+                            cat_center(x)
+                        };
+                        (px, ymap(*y))
+                    })
+                    .collect();
+                if numeric_x {
+                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                }
+                let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+                let _ = writeln!(
+                    out,
+                    r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.6"/>"#,
+                    path.join(" ")
+                );
+                if pts.len() <= 60 {
+                    for (x, y) in &pts {
+                        let _ = writeln!(
+                            out,
+                            r#"<circle cx="{x:.1}" cy="{y:.1}" r="2.6" fill="{color}"/>"#
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Round tick values covering [lo, hi] with about `n` steps.
+fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let raw = (hi - lo) / n as f64;
+    let exp = raw.log10().floor() as i32;
+    let m = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .find(|m| m * 10f64.powi(exp) >= raw)
+        .unwrap_or(10.0);
+    // k * m * 10^exp, computed so that decimal steps stay exact.
+    let at = |k: f64| {
+        if exp < 0 {
+            k * m / 10f64.powi(-exp)
+        } else {
+            k * m * 10f64.powi(exp)
+        }
+    };
+    let step = at(1.0);
+    let first = (lo / step).floor();
+    let mut t = Vec::new();
+    let mut k = first;
+    while at(k) < hi + step * 0.999 && t.len() <= 50 {
+        t.push(at(k));
+        k += 1.0;
+    }
+    if t.len() < 2 {
+        t.push(at(first + 1.0));
+    }
+    t
+}
+
+/// Compact number: 1.2M, 35k, 0.25.
+fn fmt_num(x: f64) -> String {
+    let a = x.abs();
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if a >= 1e9 {
+        trim(format!("{:.2}", x / 1e9)) + "G"
+    } else if a >= 1e6 {
+        trim(format!("{:.2}", x / 1e6)) + "M"
+    } else if a >= 1e4 {
+        trim(format!("{:.1}", x / 1e3)) + "k"
+    } else if a >= 100.0 || a == 0.0 {
+        trim(format!("{x:.0}"))
+    } else {
+        trim(format!("{x:.3}"))
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Table;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(nice_ticks(0.0, 1.0, 5), vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
+        let t = nice_ticks(0.0, 67_296.0, 5);
+        assert_eq!(t[1], 20_000.0);
+        assert!(*t.last().unwrap() >= 67_296.0);
+        assert_eq!(fmt_num(1_500_000.0), "1.5M");
+        assert_eq!(fmt_num(35_000.0), "35k");
+        assert_eq!(fmt_num(0.25), "0.25");
+    }
+
+    #[test]
+    fn renders_panels_series_and_escapes_text() {
+        let mut t = Table::new(
+            ["hit", "load", "policy", "y"].map(String::from).to_vec(),
+            ["hit", "load", "policy"].map(String::from).to_vec(),
+        );
+        for hit in ["0.95", "0.8"] {
+            for load in ["0.5", "1", "2"] {
+                for p in ["classic", "a<b"] {
+                    t.rows
+                        .push(vec![hit.into(), load.into(), p.into(), "10".into()]);
+                }
+            }
+        }
+        for kind in ["lines", "bars"] {
+            let spec: PlotSpec = toml::from_str(&format!(
+                "name = \"f\"\ntitle = \"T & U\"\nkind = \"{kind}\"\nx = \"load\"\ny = \"y\"\nseries = \"policy\"\npanels = \"hit\"\n"
+            ))
+            .unwrap();
+            let svg = render(&spec, &t).unwrap();
+            assert!(svg.starts_with("<svg"));
+            assert!(svg.trim_end().ends_with("</svg>"));
+            assert!(svg.contains("T &amp; U"));
+            assert!(svg.contains("a&lt;b"));
+            assert!(svg.contains("hit=0.95") && svg.contains("hit=0.8"));
+            if kind == "bars" {
+                assert_eq!(svg.matches("<rect x=").count(), 12 + 2);
+            } else {
+                assert_eq!(svg.matches("<polyline points=\"").count(), 4 + 2);
+            }
+        }
+    }
+}

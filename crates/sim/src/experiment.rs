@@ -67,6 +67,14 @@ fn line_of_key(text: &str, path: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
+fn get_path(root: &toml::Value, path: &str) -> Option<toml::Value> {
+    let mut cur = root;
+    for p in path.split('.') {
+        cur = cur.as_table()?.get(p)?;
+    }
+    Some(cur.clone())
+}
+
 fn set_path(root: &mut toml::Value, path: &str, value: toml::Value) -> Result<(), String> {
     let parts: Vec<&str> = path.split('.').collect();
     let mut cur = root;
@@ -124,57 +132,92 @@ impl Experiment {
             .get("base")
             .cloned()
             .ok_or_else(|| err(None, "base", "missing [base] table".into()))?;
-        let mut keys = Vec::new();
-        let mut values: Vec<Vec<toml::Value>> = Vec::new();
-        if let Some(sweep) = doc.get("sweep") {
-            let t = sweep.as_table().ok_or_else(|| {
-                err(
+        // `[sweep]` is one group; `[[sweep]]` several, whose runs are joined.
+        let no_sweep = toml::Table::new();
+        let groups: Vec<(String, &toml::Table)> = match doc.get("sweep") {
+            None => vec![("sweep".into(), &no_sweep)],
+            Some(toml::Value::Table(t)) => vec![("sweep".into(), t)],
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.as_table()
+                        .map(|t| (format!("sweep[{i}]"), t))
+                        .ok_or_else(|| {
+                            err(line_of_key(text, "sweep"), "sweep", "must be tables".into())
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => {
+                return Err(err(
                     line_of_key(text, "sweep"),
                     "sweep",
-                    "must be a table".into(),
-                )
-            })?;
-            for (k, v) in t {
+                    "must be a table ([sweep]) or tables ([[sweep]])".into(),
+                ))
+            }
+        };
+        let mut keys: Vec<String> = Vec::new();
+        for (_, t) in &groups {
+            for k in t.keys() {
+                if !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
+        }
+        // Each run: the value of every key (None when its group leaves the
+        // key at the base value).
+        let mut combos: Vec<Vec<Option<toml::Value>>> = Vec::new();
+        for (gname, t) in &groups {
+            let mut group: Vec<Vec<Option<toml::Value>>> = vec![vec![None; keys.len()]];
+            for (k, v) in t.iter() {
+                let field = format!("{gname}.{k}");
                 let list = v.as_array().ok_or_else(|| {
                     err(
                         line_of_key(text, k),
-                        &format!("sweep.{k}"),
+                        &field,
                         "must be a list of values".into(),
                     )
                 })?;
                 if list.is_empty() {
                     return Err(err(
                         line_of_key(text, k),
-                        &format!("sweep.{k}"),
+                        &field,
                         "must not be empty".into(),
                     ));
                 }
-                keys.push(k.clone());
-                values.push(list.clone());
-            }
-        }
-        // Cartesian product, first key slowest.
-        let mut combos: Vec<Vec<toml::Value>> = vec![Vec::new()];
-        for vs in &values {
-            combos = combos
-                .into_iter()
-                .flat_map(|c| {
-                    vs.iter().map(move |v| {
-                        let mut c = c.clone();
-                        c.push(v.clone());
-                        c
+                let ki = keys.iter().position(|x| x == k).expect("collected");
+                group = group
+                    .into_iter()
+                    .flat_map(|c| {
+                        list.iter().map(move |v| {
+                            let mut c = c.clone();
+                            c[ki] = Some(v.clone());
+                            c
+                        })
                     })
-                })
-                .collect();
+                    .collect();
+            }
+            combos.extend(group);
         }
         let mut runs = Vec::new();
         let mut controller_names: Vec<String> = Vec::new();
         for combo in combos {
             let mut cfg_value = base.clone();
             for (k, v) in keys.iter().zip(&combo) {
-                set_path(&mut cfg_value, k, v.clone())
-                    .map_err(|m| err(line_of_key(text, k), &format!("sweep.{k}"), m))?;
+                if let Some(v) = v {
+                    set_path(&mut cfg_value, k, v.clone())
+                        .map_err(|m| err(line_of_key(text, k), &format!("sweep.{k}"), m))?;
+                }
             }
+            // Keys a group leaves alone report the base value ("" if unset).
+            let combo: Vec<toml::Value> = keys
+                .iter()
+                .zip(combo)
+                .map(|(k, v)| {
+                    v.or_else(|| get_path(&cfg_value, k))
+                        .unwrap_or_else(|| toml::Value::String(String::new()))
+                })
+                .collect();
             let cfg: SimConfig = cfg_value.try_into().map_err(|e: toml::de::Error| {
                 let msg = e.message().to_string();
                 let field = msg
@@ -544,6 +587,25 @@ mod tests {
         let e = Experiment::parse("[base]\ndevices = [\"fixed:1\", \"fixed:1\"]\npolicy = \"classic\"\nduration_s = -1.0\n", "v.toml")
             .unwrap_err();
         assert_eq!(e.line, Some(4), "{e}");
+    }
+
+    #[test]
+    fn sweep_groups_are_joined() {
+        let e = Experiment::parse(
+            "[base]\ndevices = [\"fixed:100\", \"fixed:50\"]\npolicy = \"classic\"\n[[sweep]]\npolicy = [\"classic\"]\n\"workload.hit_ratio\" = [0.5, 0.9]\n[[sweep]]\npolicy = [\"split\"]\n\"params.split_rate\" = [0.1, 0.2, 0.3]\n",
+            "g.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            e.keys,
+            ["policy", "workload.hit_ratio", "params.split_rate"]
+        );
+        assert_eq!(e.runs.len(), 5);
+        let cells: Vec<String> = e.runs[1].0.iter().map(cell).collect();
+        assert_eq!(cells, ["classic", "0.9", ""]);
+        let cells: Vec<String> = e.runs[4].0.iter().map(cell).collect();
+        assert_eq!(cells, ["split", "", "0.3"]);
+        assert_eq!(e.runs[4].1.policy, "split");
     }
 
     #[test]

@@ -224,7 +224,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
     );
     println!("64 KiB blocks, 256 MiB cache. Load-1.0 = the smallest concurrency at which classic");
     println!(
-        "caching reaches its peak (Orthus §6.1). Simulated 2 s per run, first 1 s excluded.\n"
+        "caching reaches its peak (Orthus §6.1). Simulated 4 s per run, first 3 s excluded.\n"
     );
     println!(
         "{:>5} {:>7}  {:<22} {:>12} {:>7} {:>9} {:>9} {:>10}",

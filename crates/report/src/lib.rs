@@ -269,13 +269,26 @@ pub(crate) struct Panel {
     pub series: Vec<Series>,
 }
 
-/// "name=value, name=value" for the columns `idx` (named `names`) of `row`.
-fn joined(row: &[String], idx: &[usize], names: &[String]) -> String {
-    idx.iter()
+/// "name=value, name=value" for the non-empty columns `idx` (named
+/// `names`) of `row`; with `bare`, a single column shows its value only.
+fn joined(row: &[String], idx: &[usize], names: &[String], bare: bool) -> String {
+    let parts: Vec<String> = idx
+        .iter()
         .zip(names)
-        .map(|(&i, n)| format!("{}={}", short(n), row[i]))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .filter(|(&i, _)| !row[i].is_empty())
+        .map(|(&i, n)| {
+            if bare && idx.len() == 1 {
+                row[i].clone()
+            } else {
+                format!("{}={}", short(n), row[i])
+            }
+        })
+        .collect();
+    if parts.is_empty() && !idx.is_empty() {
+        "default".to_string()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// The last part of a dotted column name.
@@ -346,12 +359,8 @@ pub(crate) fn arrange(spec: &PlotSpec, table: &Table) -> Result<Vec<Panel>, Plot
             }
         }
         y *= spec.y_scale.unwrap_or(1.0);
-        let plabel = joined(row, &pi, &panel_names);
-        let slabel = if si.len() == 1 {
-            row[si[0]].clone()
-        } else {
-            joined(row, &si, &series_names)
-        };
+        let plabel = joined(row, &pi, &panel_names, false);
+        let slabel = joined(row, &si, &series_names, true);
         let p = match panels.iter().position(|p| p.label == plabel) {
             Some(i) => i,
             None => {

@@ -38,7 +38,11 @@ pub fn render(spec: &PlotSpec, table: &Table) -> Result<String, PlotError> {
             .all(|(x, _)| x.parse::<f64>().is_ok_and(f64::is_finite));
     let cols = panels.len().min(MAX_PANEL_COLUMNS);
     let rows = panels.len().div_ceil(cols);
-    let legend_per_row = ((cols as f64 * PANEL_W) / 190.0).floor().max(1.0) as usize;
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let legend_item_w = 30.0 + 6.6 * longest as f64;
+    let legend_per_row = ((cols as f64 * PANEL_W - 12.0) / legend_item_w)
+        .floor()
+        .max(1.0) as usize;
     let legend_rows = labels.len().div_ceil(legend_per_row);
     let title_h = if spec.title.is_empty() { 10.0 } else { 34.0 };
     let legend_h = legend_rows as f64 * LEGEND_ROW_H + 8.0;
@@ -62,7 +66,7 @@ pub fn render(spec: &PlotSpec, table: &Table) -> Result<String, PlotError> {
         );
     }
     for (i, label) in labels.iter().enumerate() {
-        let x = 12.0 + (i % legend_per_row) as f64 * 190.0;
+        let x = 12.0 + (i % legend_per_row) as f64 * legend_item_w;
         let y = title_h + 12.0 + (i / legend_per_row) as f64 * LEGEND_ROW_H;
         let c = COLORS[i % COLORS.len()];
         let _ = writeln!(

@@ -67,6 +67,10 @@ fn line_of_key(text: &str, path: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
+/// A sweep key that only labels runs (a column of its own); it changes no
+/// configuration field.
+pub const LABEL_KEY: &str = "label";
+
 fn get_path(root: &toml::Value, path: &str) -> Option<toml::Value> {
     let mut cur = root;
     for p in path.split('.') {
@@ -204,6 +208,9 @@ impl Experiment {
         for combo in combos {
             let mut cfg_value = base.clone();
             for (k, v) in keys.iter().zip(&combo) {
+                if k == LABEL_KEY {
+                    continue;
+                }
                 if let Some(v) = v {
                     set_path(&mut cfg_value, k, v.clone())
                         .map_err(|m| err(line_of_key(text, k), &format!("sweep.{k}"), m))?;

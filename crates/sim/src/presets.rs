@@ -5,7 +5,7 @@ use crate::workload::WorkloadSpec;
 
 /// Orthus Figure 7's setting on Optane SSD + Flash SSD: read-only, uniform,
 /// 64 KiB blocks, a 256 MiB cache sized for `hit_ratio`, at Load-`load`;
-/// 2 s simulated, the first second excluded.
+/// 4 s simulated, the first 3 s (NHC's convergence) excluded.
 pub fn orthus_optane_flash(policy: &str, load: f64, hit_ratio: f64) -> SimConfig {
     SimConfig {
         devices: vec!["optane-905p".into(), "flash-970pro".into()],
@@ -21,8 +21,8 @@ pub fn orthus_optane_flash(policy: &str, load: f64, hit_ratio: f64) -> SimConfig
             load: Some(load),
             ..ClientSpec::default()
         },
-        duration_s: 2.0,
-        warmup_s: 1.0,
+        duration_s: 4.0,
+        warmup_s: 3.0,
         ..SimConfig::default()
     }
 }

@@ -118,7 +118,7 @@ impl NhcConfig {
             hit_drop_fraction: p.f64_in("hit_drop_fraction", 0.1, 0.0, 1.0).map_err(&e)?,
             max_miss_ratio: p.f64_in("max_miss_ratio", 1.0, 0.0, 1.0).map_err(&e)?,
             max_miss_drift: p.f64_in("max_miss_drift", 1.0, 0.0, 1.0).map_err(&e)?,
-            min_window_ops: p.u64_in("min_window_ops", 64, 1, 1 << 40).map_err(&e)?,
+            min_window_ops: p.u64_in("min_window_ops", 1000, 1, 1 << 40).map_err(&e)?,
             rounds_at_one: p.u64_in("rounds_at_one", 1, 0, 1000).map_err(&e)? as u32,
             always_admit: p.bool("always_admit", false).map_err(&e)?,
             target,

@@ -1,0 +1,77 @@
+//! Orthus Figure 7's whole grid, from the experiment file users run: five
+//! hierarchies, 95 % and 80 % hits, Load 0.5 to 2.0. NHC is never more than
+//! 3 % below classic caching anywhere in it.
+
+use std::path::Path;
+
+use tiermux_sim::experiment::{cell, run_all, Experiment};
+
+#[test]
+fn nhc_is_never_more_than_3_percent_below_classic() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments/orthus-fig7-hierarchies.toml");
+    let exp = Experiment::load(&file).unwrap();
+    let configs: Vec<_> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
+    let results = run_all(&configs, 2, &|_| {});
+    let policy_key = exp.keys.iter().position(|k| k == "policy").unwrap();
+    // Pair each NHC run with the classic run that differs only in policy.
+    let key_of = |swept: &[toml::Value]| -> Vec<String> {
+        swept
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != policy_key)
+            .map(|(_, v)| cell(v))
+            .collect()
+    };
+    let mut worst = (f64::INFINITY, String::new());
+    let mut pairs = 0;
+    for ((swept, cfg), r) in exp.runs.iter().zip(&results) {
+        if cfg.policy != "nhc" {
+            continue;
+        }
+        let (_, classic) = exp
+            .runs
+            .iter()
+            .zip(&results)
+            .find(|((s, c), _)| c.policy == "classic" && key_of(s) == key_of(swept))
+            .map(|((s, _), r)| (s, r.as_ref().unwrap()))
+            .expect("a classic run for every NHC run");
+        let ratio = r.as_ref().unwrap().throughput_ops_per_s / classic.throughput_ops_per_s;
+        pairs += 1;
+        if ratio < worst.0 {
+            worst = (ratio, key_of(swept).join(" "));
+        }
+    }
+    eprintln!(
+        "Figure 7 grid: {pairs} NHC/classic pairs, worst ratio {:.4} at {}",
+        worst.0, worst.1
+    );
+    assert_eq!(pairs, 40);
+    assert!(
+        worst.0 >= 0.97,
+        "NHC/classic = {:.4} at {}",
+        worst.0,
+        worst.1
+    );
+}
+
+/// Every experiment file in the repository parses, with its plots checked
+/// against the columns its runs will produce.
+#[test]
+fn every_experiment_file_parses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let exp = Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                !exp.runs.is_empty() && !exp.plots.is_empty(),
+                "{}",
+                path.display()
+            );
+            n += 1;
+        }
+    }
+    assert!(n >= 7, "found {n} experiment files");
+}

@@ -131,6 +131,31 @@ mod tests {
             .to_string();
         assert!(e.contains("truncated"), "{e}");
     }
+
+    #[test]
+    fn truncated_or_corrupt_zstd_is_an_error_naming_the_file() {
+        let text: String = (0..5000).map(|i| format!("{i} 2 0 {i}\n")).collect();
+        let packed = zstd::encode_all(text.as_bytes(), 3).unwrap();
+        let dir = std::env::temp_dir().join(format!("tiermux-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let whole = dir.join("whole.lis.zst");
+        std::fs::write(&whole, &packed).unwrap();
+        assert_eq!(read_trace(&whole).unwrap().pages.len(), 10_000);
+        let cut = dir.join("cut.lis.zst");
+        std::fs::write(&cut, &packed[..packed.len() / 2]).unwrap();
+        let e = format!("{:#}", read_trace(&cut).unwrap_err());
+        assert!(
+            e.contains("cut.lis.zst") && e.contains("corrupt or truncated"),
+            "{e}"
+        );
+        let mut bad = packed.clone();
+        let n = bad.len();
+        bad[n / 2..].iter_mut().for_each(|b| *b ^= 0x5A);
+        let garbled = dir.join("garbled.lis.zst");
+        std::fs::write(&garbled, &bad).unwrap();
+        assert!(read_trace(&garbled).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,16 @@
 //! The `tiermux` command.
 
+/// `println!` that ends the process quietly when stdout is closed (for
+/// example `tiermux profiles | head`) instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
+
 mod replay;
 
 use std::path::{Path, PathBuf};
@@ -82,7 +93,7 @@ fn main() {
         }
         Cmd::Policies => {
             for p in tiermux_core::REGISTRY {
-                println!("{:10} {}", p.name, p.summary);
+                outln!("{:10} {}", p.name, p.summary);
             }
             Ok(())
         }
@@ -158,7 +169,7 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
         std::fs::write(&path, svg)?;
         figures.push(path.display().to_string());
     }
-    println!(
+    outln!(
         "{}: {} runs in {:.1} s -> {}",
         exp.name,
         table.rows.len(),
@@ -166,7 +177,7 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
         out.join("results.csv").display()
     );
     for f in figures {
-        println!("  figure {f}");
+        outln!("  figure {f}");
     }
     Ok(())
 }
@@ -219,16 +230,19 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             closed_loop_throughput(&m, Op::Read, bs, 256)
         })
         .sum();
-    println!(
-        "tiermux demo: Optane SSD (905P) + Flash SSD (970 Pro), read-only, uniform, 95 % hits,"
-    );
-    println!("64 KiB blocks, 256 MiB cache. Load-1.0 = the smallest concurrency at which classic");
-    println!(
-        "caching reaches its peak (Orthus §6.1). Simulated 4 s per run, first 3 s excluded.\n"
-    );
-    println!(
+    outln!("tiermux demo: Optane SSD (905P) + Flash SSD (970 Pro), read-only, uniform, 95 % hits,");
+    outln!("64 KiB blocks, 256 MiB cache. Load-1.0 = the smallest concurrency at which classic");
+    outln!("caching reaches its peak (Orthus §6.1). Simulated 4 s per run, first 3 s excluded.\n");
+    outln!(
         "{:>5} {:>7}  {:<22} {:>12} {:>7} {:>9} {:>9} {:>10}",
-        "load", "workers", "policy", "ops/s", "GB/s", "mean µs", "p99 µs", "vs classic"
+        "load",
+        "workers",
+        "policy",
+        "ops/s",
+        "GB/s",
+        "mean µs",
+        "p99 µs",
+        "vs classic"
     );
     let per_load = 2 + SPLIT_RATES;
     let keys = vec!["load".to_string(), "configuration".to_string()];
@@ -248,7 +262,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
         let best_rate = (best_i + 1) as f64 / SPLIT_RATES as f64;
         let c = classic.throughput_ops_per_s;
         let line = |label: &str, r: &RunResult| {
-            println!(
+            outln!(
                 "{:>5} {:>7}  {:<22} {:>12.0} {:>7.2} {:>9.1} {:>9.1} {:>9.2}x",
                 load,
                 r.workers,
@@ -263,7 +277,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
         line("classic caching", classic);
         line("NHC", nhc);
         line(&format!("best split (S={best_rate:.2})"), best);
-        println!(
+        outln!(
             "{:>5} {:>7}  {:<22} {:>12.0} {:>7.2} {:>9} {:>9} {:>9.2}x",
             "",
             "",
@@ -279,7 +293,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
         swept_values.push((sw("nhc"), nhc));
         swept_values.push((sw(&format!("best split {best_rate:.2}")), best));
     }
-    println!(
+    outln!(
         "\n{} simulated runs in {:.1} s (NHC final state at Load-2.0: {}).",
         results.len(),
         start.elapsed().as_secs_f64(),
@@ -303,19 +317,25 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             .collect();
         let json = serde_json::json!({ "experiment": "demo", "runs": runs });
         write_results(dir, &table, &json)?;
-        println!("wrote {}", dir.join("results.csv").display());
+        outln!("wrote {}", dir.join("results.csv").display());
     }
     Ok(())
 }
 
 fn profiles() {
-    println!(
+    outln!(
         "Device profiles. Targets are the papers' numbers; 'model' is what the simulator measures."
     );
-    println!("Peak = 32 threads for two-point (MOST Table 1) profiles, 256 otherwise.\n");
-    println!(
+    outln!("Peak = 32 threads for two-point (MOST Table 1) profiles, 256 otherwise.\n");
+    outln!(
         "{:<14} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}   source",
-        "profile", "dir", "size", "lat µs", "model", "GB/s", "model"
+        "profile",
+        "dir",
+        "size",
+        "lat µs",
+        "model",
+        "GB/s",
+        "model"
     );
     for p in builtin_profiles() {
         let m = p.model().expect("builtin profiles derive");
@@ -327,7 +347,7 @@ fn profiles() {
                 let bw = closed_loop_throughput(&m, dir, size, threads) * size as f64 / 1e9;
                 let l = qd1_latency_ns(&m, dir, size) / 1e3;
                 let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
-                println!(
+                outln!(
                     "{:<14} {:>5} {:>5}K {:>9} {:>9.2} {:>9} {:>9.2}   {}",
                     if dir == Op::Read && size == 4096 {
                         p.name.as_str()
@@ -357,7 +377,7 @@ fn profiles() {
             }
         }
     }
-    println!("\nAlso: fixed:R, a device serving R ops/s one at a time (the Orthus paper's model).");
+    outln!("\nAlso: fixed:R, a device serving R ops/s one at a time (the Orthus paper's model).");
 }
 
 fn replay_cmd(trace: &Path, policy: &str, sizes: &[usize]) -> Result<()> {
@@ -368,24 +388,24 @@ fn replay_cmd(trace: &Path, policy: &str, sizes: &[usize]) -> Result<()> {
     let t0 = Instant::now();
     let t = replay::read_trace(trace)?;
     let load_s = t0.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "{}: {} requests, {} page references, policy {policy}",
         trace.display(),
         t.requests,
         t.pages.len()
     );
-    println!("{:>12} {:>10} {:>14}", "cache pages", "hit %", "refs/s");
+    outln!("{:>12} {:>10} {:>14}", "cache pages", "hit %", "refs/s");
     for &n in sizes {
         let s = Instant::now();
         let h = replay::hit_ratio(&t.pages, kind, n);
         let secs = s.elapsed().as_secs_f64();
-        println!(
+        outln!(
             "{:>12} {:>10.2} {:>14.0}",
             n,
             h * 100.0,
             t.pages.len() as f64 / secs
         );
     }
-    println!("(trace read and expanded in {load_s:.2} s)");
+    outln!("(trace read and expanded in {load_s:.2} s)");
     Ok(())
 }

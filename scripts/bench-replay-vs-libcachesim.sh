@@ -59,7 +59,7 @@ for policy in lru arc; do
     for fmt in oracleGeneralBin txt; do
       file="$work/trace.txt"
       [ "$fmt" = txt ] || file="$work/trace.oracleGeneral.bin"
-      t2=$(secs "$cachesim" "$file" "$fmt" "${policy^^}" "$pages" --ignore-obj-size 1)
+      t2=$(secs "$cachesim" "$file" "$fmt" "${policy^^}" "$pages" --ignore-obj-size 1 -o "$work/cachesim-result.txt")
       hit2=$(grep -o "miss ratio [0-9.]*" "$work/last.out" | tail -1 | awk '{printf "%.2f", 100 * (1 - $3)}')
       printf "%-8s %-10s %12s %12.2f %14.0f %12s\n" "$policy" "cachesim ($fmt)" "$pages" "$t2" "$(echo "$refs / $t2" | bc -l)" "$hit2"
       echo "         tiermux / cachesim ($fmt) speed: $(echo "$t2 / $t" | bc -l | cut -c1-5)x"

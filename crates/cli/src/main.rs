@@ -119,14 +119,32 @@ fn progress_bar(n: usize) -> ProgressBar {
     pb
 }
 
-fn write_results(dir: &Path, table: &Table, json: &serde_json::Value) -> Result<()> {
+/// Writes `results.csv` and `results.json` for finished runs whose swept
+/// `keys` took the values paired with each result; returns the run table.
+fn write_results(
+    dir: &Path,
+    name: &str,
+    description: &str,
+    keys: &[String],
+    runs: &[(&[toml::Value], &RunResult)],
+) -> Result<Table> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let table = runs_table(keys, runs);
     std::fs::write(dir.join("results.csv"), table.to_csv())?;
+    let records: Vec<RunRecord> = runs
+        .iter()
+        .map(|(s, r)| RunRecord::new(keys, s, r))
+        .collect();
+    let json = serde_json::json!({
+        "experiment": name,
+        "description": description,
+        "runs": records,
+    });
     std::fs::write(
         dir.join("results.json"),
-        serde_json::to_string_pretty(json)?,
+        serde_json::to_string_pretty(&json)?,
     )?;
-    Ok(())
+    Ok(table)
 }
 
 fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
@@ -144,18 +162,8 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
         finished.push((swept.as_slice(), r));
     }
     let pairs: Vec<(&[toml::Value], &RunResult)> = finished.iter().map(|(s, r)| (*s, r)).collect();
-    let table = runs_table(&exp.keys, &pairs);
+    let table = write_results(&out, &exp.name, &exp.description, &exp.keys, &pairs)?;
     let series = timeseries_table(&exp.keys, &pairs);
-    let records: Vec<RunRecord> = pairs
-        .iter()
-        .map(|(s, r)| RunRecord::new(&exp.keys, s, r))
-        .collect();
-    let json = serde_json::json!({
-        "experiment": exp.name,
-        "description": exp.description,
-        "runs": records,
-    });
-    write_results(&out, &table, &json)?;
     std::fs::write(out.join("timeseries.csv"), series.to_csv())?;
     let mut figures = Vec::new();
     for plot in &exp.plots {
@@ -310,13 +318,13 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             .iter()
             .map(|(s, r)| (s.as_slice(), *r))
             .collect();
-        let table = runs_table(&keys, &pairs);
-        let runs: Vec<RunRecord> = pairs
-            .iter()
-            .map(|(s, r)| RunRecord::new(&keys, s, r))
-            .collect();
-        let json = serde_json::json!({ "experiment": "demo", "runs": runs });
-        write_results(dir, &table, &json)?;
+        write_results(
+            dir,
+            "demo",
+            "classic caching, NHC and the best static split on Optane+Flash",
+            &keys,
+            &pairs,
+        )?;
         outln!("wrote {}", dir.join("results.csv").display());
     }
     Ok(())

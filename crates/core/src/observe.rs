@@ -51,6 +51,39 @@ impl DeviceObservation {
     }
 }
 
+/// One device's counters summed over several observations, for controllers
+/// whose window spans several ticks (no histogram, so summing is cheap).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceTotals {
+    /// Completed read operations.
+    pub read_ops: u64,
+    /// Completed write operations.
+    pub write_ops: u64,
+    /// Bytes moved in either direction.
+    pub bytes: u64,
+    /// Sum of operation latencies, ns.
+    pub latency_sum_ns: u64,
+}
+
+impl DeviceTotals {
+    /// Adds one interval's counters.
+    pub fn add(&mut self, d: &DeviceObservation) {
+        self.read_ops += d.read_ops;
+        self.write_ops += d.write_ops;
+        self.bytes += d.bytes();
+        self.latency_sum_ns += d.latency_sum_ns;
+    }
+    /// Operations in either direction.
+    pub fn ops(&self) -> u64 {
+        self.read_ops + self.write_ops
+    }
+    /// Mean latency, ns (None when no operation completed).
+    pub fn mean_latency_ns(&self) -> Option<f64> {
+        let n = self.ops();
+        (n > 0).then(|| self.latency_sum_ns as f64 / n as f64)
+    }
+}
+
 /// Everything a controller sees about one interval.
 #[derive(Clone, Debug, Default)]
 pub struct Observation {

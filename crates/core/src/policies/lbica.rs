@@ -19,7 +19,7 @@
 //! device's queue is reported as `lbica_cache_write_share`.
 
 use super::cache::{CachePolicy, Scheduler, CAP, PERF};
-use crate::observe::{DeviceObservation, Observation};
+use crate::observe::{DeviceTotals, Observation};
 use crate::params::Params;
 use crate::policy::{param_err, Policy, PolicyError, Registered, VolumeSpec};
 
@@ -35,7 +35,7 @@ fn build(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, Po
     let sched = Lbica {
         window_ns: (p.f64_in("window_ms", 10.0, 0.01, 60_000.0).map_err(&e)? * 1e6) as u64,
         burst_margin: p.f64_in("burst_margin", 0.0, 0.0, 100.0).map_err(&e)?,
-        window: [DeviceObservation::default(), DeviceObservation::default()],
+        window: [DeviceTotals::default(); 2],
         window_ns_seen: 0,
         unloaded_latency_ns: [f64::INFINITY; 2],
         burst: false,
@@ -49,7 +49,7 @@ fn build(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, Po
 pub struct Lbica {
     window_ns: u64,
     burst_margin: f64,
-    window: [DeviceObservation; 2],
+    window: [DeviceTotals; 2],
     window_ns_seen: u64,
     unloaded_latency_ns: [f64; 2],
     burst: bool,
@@ -59,13 +59,12 @@ pub struct Lbica {
 
 impl Lbica {
     fn estimate_ns(&mut self, device: usize) -> f64 {
-        let d = &self.window[device];
-        if d.ops() > 0 {
-            let mean = d.mean_latency_ns();
-            self.unloaded_latency_ns[device] = self.unloaded_latency_ns[device].min(mean);
-            mean
-        } else {
-            self.unloaded_latency_ns[device]
+        match self.window[device].mean_latency_ns() {
+            Some(mean) => {
+                self.unloaded_latency_ns[device] = self.unloaded_latency_ns[device].min(mean);
+                mean
+            }
+            None => self.unloaded_latency_ns[device],
         }
     }
 }
@@ -85,9 +84,7 @@ impl Scheduler for Lbica {
     }
     fn on_tick(&mut self, obs: &Observation) {
         for (w, d) in self.window.iter_mut().zip(&obs.devices) {
-            w.read_ops += d.read_ops;
-            w.write_ops += d.write_ops;
-            w.latency_sum_ns += d.latency_sum_ns;
+            w.add(d);
         }
         self.window_ns_seen += obs.interval_ns;
         if self.window_ns_seen < self.window_ns {
@@ -107,7 +104,7 @@ impl Scheduler for Lbica {
                 self.burst = false;
             }
         }
-        self.window = [DeviceObservation::default(), DeviceObservation::default()];
+        self.window = [DeviceTotals::default(); 2];
         self.window_ns_seen = 0;
     }
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -124,6 +121,7 @@ impl Scheduler for Lbica {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::DeviceObservation;
 
     fn obs(cache_latency_ns: u64, home_latency_ns: u64) -> Observation {
         let dev = |lat: u64| DeviceObservation {
@@ -160,7 +158,7 @@ mod tests {
         let mut l = Lbica {
             window_ns: 10_000_000,
             burst_margin: 0.0,
-            window: Default::default(),
+            window: [DeviceTotals::default(); 2],
             window_ns_seen: 0,
             unloaded_latency_ns: [f64::INFINITY; 2],
             burst: false,

@@ -32,7 +32,7 @@
 //! outlier.
 
 use super::cache::{CachePolicy, Scheduler, PERF};
-use crate::observe::Observation;
+use crate::observe::{DeviceTotals, Observation};
 use crate::params::Params;
 use crate::policy::{param_err, Policy, PolicyError, Registered, VolumeSpec};
 use crate::rng::Rng;
@@ -105,9 +105,7 @@ impl SibConfig {
 struct Window {
     ns: u64,
     client_ops: u64,
-    cache_bytes: u64,
-    cache_ops: u64,
-    cache_latency_sum_ns: u64,
+    cache: DeviceTotals,
 }
 
 impl Window {
@@ -115,20 +113,11 @@ impl Window {
         self.ns += o.interval_ns;
         self.client_ops += o.client_ops;
         if let Some(d) = o.devices.get(PERF as usize) {
-            self.cache_bytes += d.bytes();
-            self.cache_ops += d.ops();
-            self.cache_latency_sum_ns += d.latency_sum_ns;
+            self.cache.add(d);
         }
     }
     fn per_s(&self, x: u64) -> f64 {
         x as f64 * 1e9 / self.ns.max(1) as f64
-    }
-    fn cache_latency_ns(&self) -> f64 {
-        if self.cache_ops == 0 {
-            0.0
-        } else {
-            self.cache_latency_sum_ns as f64 / self.cache_ops as f64
-        }
     }
 }
 
@@ -222,9 +211,9 @@ impl Sib {
             return;
         }
         self.prev_front_ops_per_s = Some(front);
-        self.cache_throughput.push(w.per_s(w.cache_bytes));
-        if w.cache_ops > 0 {
-            self.min_cache_latency_ns = self.min_cache_latency_ns.min(w.cache_latency_ns());
+        self.cache_throughput.push(w.per_s(w.cache.bytes));
+        if let Some(latency_ns) = w.cache.mean_latency_ns() {
+            self.min_cache_latency_ns = self.min_cache_latency_ns.min(latency_ns);
         }
         if !self.lower() {
             self.training = false;
@@ -234,13 +223,13 @@ impl Sib {
     fn infer(&mut self, w: &Window) {
         let m = &self.cache_throughput;
         let sigma = m.std_dev().max(0.01 * m.mean).max(1.0);
-        let z = (w.per_s(w.cache_bytes) - m.mean) / sigma;
+        let z = (w.per_s(w.cache.bytes) - m.mean) / sigma;
         self.last_z = z;
         if z > -self.cfg.z_threshold {
             self.changed_windows = 0;
-            let high = w.cache_ops > 0
-                && w.cache_latency_ns()
-                    > (1.0 + self.cfg.latency_slack) * self.min_cache_latency_ns;
+            let high = w.cache.mean_latency_ns().is_some_and(|latency_ns| {
+                latency_ns > (1.0 + self.cfg.latency_slack) * self.min_cache_latency_ns
+            });
             if high {
                 self.saturated_windows += 1;
                 if self.saturated_windows >= self.cfg.confirm_windows {

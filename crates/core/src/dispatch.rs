@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use crate::map::{BlockMap, PlacementMap};
+use crate::map::{BlockMap, Entry, PlacementMap};
 use crate::observe::Observation;
 use crate::policy::{Ctx, LockView, Policy, TickCtx};
 use crate::types::{Access, Io, Job, Op, Outcome, Plan, Purpose, NO_DEP};
@@ -50,6 +50,47 @@ pub struct Acked {
     pub outcome: Outcome,
     /// For a read: the payload of the read that served the client.
     pub payload: u64,
+}
+
+/// A change of the placement map, reported when change tracking is on (see
+/// [`Dispatcher::track_changes`]): what a decision, a tick or a finished job
+/// did to the map, with the entries before and after.
+#[derive(Clone, Debug)]
+pub struct Decided {
+    /// The plan whose decision made the changes (its operations are not yet
+    /// performed), or `None` for changes made without I/O (ticks, finished
+    /// jobs, warming).
+    pub flight: Option<u32>,
+    /// The block the decision was about (its own block); `u64::MAX` when
+    /// `flight` is `None`.
+    pub block: u64,
+    /// Devices the plan writes (bit per device).
+    pub written_devices: u8,
+    /// Every changed block with its entry before and after the change.
+    pub changes: Vec<(u64, Entry, Entry)>,
+}
+
+/// A plan whose operations have all completed, reported when change
+/// tracking is on.
+#[derive(Clone, Copy, Debug)]
+pub struct Finished {
+    /// The plan.
+    pub flight: u32,
+    /// The client access's tag, or [`NO_TAG`] for a background job.
+    pub tag: u64,
+    /// The plan's own block.
+    pub block: u64,
+    /// The block's entry when the plan finished, before any waiter decides.
+    pub entry: Entry,
+}
+
+/// What [`Dispatcher::pop_event`] reports.
+#[derive(Clone, Debug)]
+pub enum MapEvent {
+    /// The map changed.
+    Decided(Decided),
+    /// A plan finished.
+    Finished(Finished),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -152,6 +193,9 @@ pub struct Dispatcher {
     ready: VecDeque<Ready>,
     acked: VecDeque<Acked>,
     stats: DispatchStats,
+    tracking: bool,
+    change_buf: Vec<(u64, Entry)>,
+    events: VecDeque<MapEvent>,
 }
 
 impl Dispatcher {
@@ -171,6 +215,58 @@ impl Dispatcher {
             ready: VecDeque::new(),
             acked: VecDeque::new(),
             stats: DispatchStats::default(),
+            tracking: false,
+            change_buf: Vec::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// Wraps `policy` over an existing placement map (a restart), after the
+    /// policy rebuilt its own state from it with [`Policy::restore`].
+    pub fn with_map(mut policy: Box<dyn Policy>, mut map: PlacementMap) -> Result<Self, String> {
+        policy.restore(&mut map)?;
+        let home = map.home();
+        let mut d = Dispatcher::new(policy, home);
+        d.map = map;
+        Ok(d)
+    }
+
+    /// Turns on change tracking: every map change and every finished plan
+    /// is reported, in order, through [`Dispatcher::pop_event`], so that a
+    /// driver can persist the map in step with the data it describes.
+    pub fn track_changes(&mut self) {
+        self.tracking = true;
+        self.map.record_changes(true);
+    }
+
+    /// The next map event (tracking only), in the order they happened. A
+    /// plan's changes are reported before [`Dispatcher::pop_ready`] hands out
+    /// any of its operations.
+    pub fn pop_event(&mut self) -> Option<MapEvent> {
+        self.events.pop_front()
+    }
+
+    fn note_changes(&mut self, flight: Option<u32>, block: u64, written_devices: u8) {
+        if !self.tracking {
+            return;
+        }
+        self.map.take_changes(&mut self.change_buf);
+        if self.change_buf.is_empty() {
+            return;
+        }
+        let changes = self
+            .change_buf
+            .drain(..)
+            .map(|(b, old)| (b, old, self.map.get(b)))
+            .filter(|(_, old, new)| old != new)
+            .collect::<Vec<_>>();
+        if !changes.is_empty() {
+            self.events.push_back(MapEvent::Decided(Decided {
+                flight,
+                block,
+                written_devices,
+                changes,
+            }));
         }
     }
 
@@ -201,7 +297,9 @@ impl Dispatcher {
 
     /// Pre-places `block` without I/O (see [`Policy::warm`]).
     pub fn warm(&mut self, block: u64) -> bool {
-        self.policy.warm(block, &mut self.map)
+        let placed = self.policy.warm(block, &mut self.map);
+        self.note_changes(None, u64::MAX, 0);
+        placed
     }
 
     /// Submits one block access of a client request, tagged by the driver.
@@ -225,6 +323,7 @@ impl Dispatcher {
             jobs: &mut self.jobs,
         };
         self.policy.on_tick(obs, &mut ctx);
+        self.note_changes(None, u64::MAX, 0);
         self.incoming.extend(self.jobs.drain(..).map(Work::Job));
         self.pump();
     }
@@ -343,6 +442,20 @@ impl Dispatcher {
             st.writer = true;
             exclusive = true;
         }
+        if self.tracking {
+            let written = self
+                .plan
+                .ios
+                .iter()
+                .filter(|io| io.dir == Op::Write)
+                .fold(0u8, |m, io| m | 1 << io.device);
+            let next_flight = self
+                .free_flights
+                .last()
+                .copied()
+                .unwrap_or(self.flights.len() as u32);
+            self.note_changes(Some(next_flight), block, written);
+        }
         debug_assert!(self
             .plan
             .ios
@@ -412,10 +525,19 @@ impl Dispatcher {
                 jobs: &mut self.jobs,
             };
             self.policy.finish_job(job, &mut ctx);
+            self.note_changes(None, u64::MAX, 0);
             self.incoming.extend(self.jobs.drain(..).map(Work::Job));
         }
         self.free_flights.push(fid);
         let block = work.block();
+        if self.tracking {
+            self.events.push_back(MapEvent::Finished(Finished {
+                flight: fid,
+                tag: work.tag(),
+                block,
+                entry: self.map.get(block),
+            }));
+        }
         let st = self.locks.0.get_mut(&block).expect("lock held");
         if exclusive {
             st.writer = false;

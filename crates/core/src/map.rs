@@ -78,6 +78,9 @@ impl Entry {
 pub struct PlacementMap {
     home: DeviceIndex,
     entries: BlockMap<Entry>,
+    /// When recording: (block, entry before its first change) since the
+    /// last [`PlacementMap::take_changes`].
+    changes: Option<Vec<(u64, Entry)>>,
 }
 
 impl PlacementMap {
@@ -86,6 +89,35 @@ impl PlacementMap {
         PlacementMap {
             home,
             entries: BlockMap::default(),
+            changes: None,
+        }
+    }
+
+    /// Starts (or stops) recording which blocks change, for a driver that
+    /// persists the map. Recording starts with no changes noted.
+    pub fn record_changes(&mut self, on: bool) {
+        self.changes = on.then(Vec::new);
+    }
+
+    /// Moves the changes noted since the last call into `out`: each changed
+    /// block once, with its entry before the first change. The current entry
+    /// is [`PlacementMap::get`]. Does nothing unless recording.
+    pub fn take_changes(&mut self, out: &mut Vec<(u64, Entry)>) {
+        if let Some(c) = &mut self.changes {
+            out.append(c);
+        }
+    }
+
+    #[inline]
+    fn note(&mut self, block: u64) {
+        if let Some(c) = &mut self.changes {
+            if !c.iter().any(|&(b, _)| b == block) {
+                let old = self.entries.get(&block).copied().unwrap_or(Entry {
+                    present: 1 << self.home,
+                    ..Entry::default()
+                });
+                c.push((block, old));
+            }
         }
     }
 
@@ -112,6 +144,7 @@ impl PlacementMap {
     /// Stores the entry of `block`; the default placement removes it.
     #[inline]
     pub fn set(&mut self, block: u64, e: Entry) {
+        self.note(block);
         if e.present == 1 << self.home && e.dirty == 0 && e.stale == 0 && e.flags == 0 {
             self.entries.remove(&block);
         } else {
@@ -124,6 +157,7 @@ impl PlacementMap {
     /// may have restored the default.
     #[inline]
     pub fn entry_mut(&mut self, block: u64) -> &mut Entry {
+        self.note(block);
         let home = self.home;
         self.entries.entry(block).or_insert(Entry {
             present: 1 << home,

@@ -71,6 +71,10 @@ pub trait Policy: Send {
     fn address_space(&self, device: usize) -> u64;
 
     /// Decides how to serve one block access.
+    ///
+    /// Contract with drivers that persist the map: a decision may add copies
+    /// only of its own block (the plan's operations fill them); other blocks
+    /// it touches (eviction victims) may only lose copies.
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome;
 
     /// Plans a background job whose block lock is now held.
@@ -97,6 +101,21 @@ pub trait Policy: Send {
     /// Controller variables for time series, as (name, value) pairs.
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
+    }
+
+    /// Rebuilds the policy's own state (slot allocation, replacement order,
+    /// dirty counts) from a placement map saved before a restart. A policy
+    /// that keeps no placement refuses a non-empty map.
+    fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
+        if map.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "policy '{}' places no blocks, but the saved map places {}",
+                self.name(),
+                map.len()
+            ))
+        }
     }
 
     /// Places `block` as if it had been admitted, without I/O (cache
@@ -157,6 +176,7 @@ pub static REGISTRY: &[Registered] = &[
     crate::policies::sib::REGISTERED_PLUS,
     crate::policies::sib::REGISTERED_PLUS_PLUS,
     crate::policies::lbica::REGISTERED,
+    crate::policies::passthrough::REGISTERED,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

@@ -70,6 +70,38 @@ pub trait Replacement: Send {
     fn remove(&mut self, slot: u32);
     /// Occupied slots from the eviction end, at most `limit` of them.
     fn coldest(&self, limit: usize, out: &mut Vec<u32>);
+    /// Fills an empty cache with blocks at given slots (a restart), the
+    /// last pair the most recently used. Fails on a slot out of range or
+    /// given twice, or when the cache is not empty.
+    fn restore(&mut self, placed: &[(u32, u64)]) -> Result<(), String>;
+}
+
+/// Checks a restore list against `capacity` and returns the slots left free,
+/// in the order a fresh cache hands them out.
+fn restore_free_list(
+    capacity: usize,
+    occupied: usize,
+    placed: &[(u32, u64)],
+) -> Result<Vec<u32>, String> {
+    if occupied != 0 {
+        return Err(format!(
+            "cannot restore into a cache holding {occupied} blocks"
+        ));
+    }
+    let mut used = vec![false; capacity];
+    for &(slot, block) in placed {
+        let u = used.get_mut(slot as usize).ok_or_else(|| {
+            format!("block {block} is at slot {slot}, beyond the cache's {capacity} slots")
+        })?;
+        if *u {
+            return Err(format!("slot {slot} holds two blocks"));
+        }
+        *u = true;
+    }
+    Ok((0..capacity as u32)
+        .rev()
+        .filter(|&s| !used[s as usize])
+        .collect())
 }
 
 /// Creates a replacement of the given kind with `capacity` slots.
@@ -253,6 +285,14 @@ impl Replacement for Lru {
             out.push(c);
             c = self.nodes[c as usize].prev;
         }
+    }
+    fn restore(&mut self, placed: &[(u32, u64)]) -> Result<(), String> {
+        self.free = restore_free_list(self.nodes.len(), self.list.len, placed)?;
+        for &(slot, block) in placed {
+            self.nodes[slot as usize].block = block;
+            self.list.push_front(&mut self.nodes, slot);
+        }
+        Ok(())
     }
 }
 
@@ -486,6 +526,13 @@ impl Replacement for Arc {
                 c = self.nodes[c as usize].prev;
             }
         }
+    }
+    fn restore(&mut self, placed: &[(u32, u64)]) -> Result<(), String> {
+        self.free = restore_free_list(self.cap, self.len(), placed)?;
+        for &(slot, block) in placed {
+            self.place(slot, block, T1);
+        }
+        Ok(())
     }
 }
 

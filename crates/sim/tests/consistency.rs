@@ -62,6 +62,9 @@ fn config(
         volume_blocks: Some(cache_blocks * 3 + 64 + 20_000),
         ..SimConfig::default()
     };
+    if policy == "passthrough" {
+        return c;
+    }
     if policy == "split" {
         c.params
             .insert("split_rate".into(), toml::Value::Float(0.5));

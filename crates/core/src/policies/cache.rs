@@ -392,6 +392,37 @@ impl CacheCore {
         self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
     }
 
+    /// Rebuilds the replacement state and dirty count from a saved map.
+    pub fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
+        let mut placed = Vec::new();
+        let mut dirty = 0;
+        let mut flagged = Vec::new();
+        for (block, e) in map.iter() {
+            if e.dirty_on(PERF) && !e.valid_on(PERF) {
+                return Err(format!(
+                    "block {block} is dirty in a cache slot it does not hold"
+                ));
+            }
+            if e.valid_on(PERF) {
+                placed.push((e.slot, block));
+                dirty += u64::from(e.dirty_on(PERF));
+            }
+            if e.flags != 0 {
+                flagged.push(block);
+            }
+        }
+        // Recency is not saved; restore in slot order so that a restart is
+        // deterministic.
+        placed.sort_unstable();
+        self.repl.restore(&placed)?;
+        self.dirty_blocks = dirty;
+        for b in flagged {
+            map.entry_mut(b).flags = 0;
+            map.normalize(b);
+        }
+        Ok(())
+    }
+
     /// Places `block` in a free slot without I/O.
     pub fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         if map.get(block).valid_on(PERF) {
@@ -507,5 +538,8 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
     }
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         self.core.warm(block, map)
+    }
+    fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
+        self.core.restore(map)
     }
 }

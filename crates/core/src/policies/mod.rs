@@ -5,5 +5,6 @@ pub mod cache;
 pub mod classic;
 pub mod lbica;
 pub mod nhc;
+pub mod passthrough;
 pub mod sib;
 pub mod split;

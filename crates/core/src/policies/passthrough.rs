@@ -1,0 +1,51 @@
+//! Pass-through: every access goes to the home (last) device, nothing is
+//! placed or moved. Over a single device it measures what the driver itself
+//! costs (the engine's NBD path against a plain file server); over a
+//! hierarchy it is the "capacity device alone" baseline.
+
+use crate::params::Params;
+use crate::policy::{Ctx, Policy, PolicyError, Registered, VolumeSpec};
+use crate::types::{Access, Outcome};
+
+/// Registry entry.
+pub const REGISTERED: Registered = Registered {
+    name: "passthrough",
+    summary: "no placement: every access goes to the last (home) device",
+    build,
+};
+
+fn build(_p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, PolicyError> {
+    if vol.devices.is_empty() {
+        return Err(PolicyError::Volume {
+            policy: "passthrough".into(),
+            message: "needs at least one device".into(),
+        });
+    }
+    Ok(Box::new(Passthrough {
+        home: (vol.devices.len() - 1) as u8,
+        vol_blocks: vol.num_blocks,
+    }))
+}
+
+/// The pass-through policy.
+pub struct Passthrough {
+    home: u8,
+    vol_blocks: u64,
+}
+
+impl Policy for Passthrough {
+    fn name(&self) -> &str {
+        "passthrough"
+    }
+    fn address_space(&self, device: usize) -> u64 {
+        if device == self.home as usize {
+            self.vol_blocks
+        } else {
+            0
+        }
+    }
+    fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
+        ctx.plan.client(self.home, access.op, access.block);
+        Outcome::NotApplicable
+    }
+}

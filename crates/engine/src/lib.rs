@@ -1,0 +1,10 @@
+//! tiermux engine: the policy core on real devices.
+//!
+//! The engine runs the same [`tiermux_core`] policies the simulator runs,
+//! in wall-clock time, on files and block devices:
+//! - [`reactor`]: io_uring (or a thread-pool fallback) under one event loop;
+//! - [`buf`]: aligned buffers for O_DIRECT.
+#![warn(missing_docs)]
+
+pub mod buf;
+pub mod reactor;

@@ -1,0 +1,240 @@
+//! Reactors: where the engine's event loop submits I/O and waits.
+//!
+//! One thread runs the event loop. It queues file reads and writes, syncs,
+//! socket readiness polls and absolute timers on a [`Reactor`], then calls
+//! [`Reactor::wait`], which submits everything queued and blocks (never
+//! spins) until something completes, a deadline passes or another thread
+//! calls [`Waker::wake`]. Nothing queued reaches the kernel before `wait`,
+//! so the loop can make metadata durable between queueing a write and
+//! submitting it.
+//!
+//! - [`uring::UringReactor`]: one io_uring for files, sockets and timers.
+//! - [`fallback::ThreadReactor`]: when io_uring is unavailable: epoll for
+//!   sockets, a timerfd for timers and a small thread pool doing blocking
+//!   `pread`/`pwrite`/`fdatasync`.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+pub mod fallback;
+pub mod uring;
+
+/// Token reported when a [`Waker`] woke the loop.
+pub const WAKE_TOKEN: u64 = u64::MAX;
+
+/// A finished operation: its token and result (bytes transferred, 0, or a
+/// negative errno).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The token the operation was queued with.
+    pub token: u64,
+    /// Bytes read or written, 0 for syncs, polls and timers, or `-errno`.
+    pub result: i32,
+}
+
+/// What a reactor does. Operations complete in any order.
+pub trait Reactor: Send {
+    /// Short name for logs ("io_uring" or "threads").
+    fn kind(&self) -> &'static str;
+
+    /// Queues a read of `len` bytes at `offset` of `fd` into `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for writes of `len` bytes, and must not be
+    /// accessed otherwise, until `wait` returns this token's completion;
+    /// `fd` must stay open until then.
+    unsafe fn read(&mut self, fd: RawFd, buf: *mut u8, len: u32, offset: u64, token: u64);
+
+    /// Queues a write of `len` bytes from `buf` at `offset` of `fd`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for reads of `len` bytes and unmodified until
+    /// `wait` returns this token's completion; `fd` must stay open.
+    unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64);
+
+    /// Queues an `fdatasync` of `fd` (which must stay open until it completes).
+    fn fsync(&mut self, fd: RawFd, token: u64);
+
+    /// Queues a one-shot readiness poll: completes once `fd` is readable (or
+    /// writable when `writable`), or has an error or hang-up.
+    fn poll(&mut self, fd: RawFd, writable: bool, token: u64);
+
+    /// Queues a timer that completes at `deadline_ns` on [`now_ns`]'s clock.
+    fn timer_at(&mut self, deadline_ns: u64, token: u64);
+
+    /// Submits everything queued and blocks until at least one completion,
+    /// until `deadline_ns` passes, or until a wake; appends completions to
+    /// `out` (a wake appears as [`WAKE_TOKEN`]).
+    fn wait(&mut self, deadline_ns: Option<u64>, out: &mut Vec<Completion>) -> io::Result<()>;
+
+    /// A handle other threads use to wake [`Reactor::wait`].
+    fn waker(&self) -> Waker;
+}
+
+/// Wakes a reactor's loop from another thread.
+#[derive(Clone, Debug)]
+pub struct Waker {
+    fd: Arc<OwnedFd>,
+}
+
+impl Waker {
+    fn new(fd: Arc<OwnedFd>) -> Self {
+        Waker { fd }
+    }
+
+    /// Wakes the loop (cheap; coalesces with wakes not yet consumed).
+    pub fn wake(&self) {
+        // An eventfd write only fails when the counter would overflow,
+        // which means wakes are pending anyway.
+        let _ = rustix::io::write(self.fd.as_fd(), &1u64.to_ne_bytes());
+    }
+}
+
+/// The loop's clock: CLOCK_MONOTONIC in nanoseconds.
+pub fn now_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Sets the calling thread's timer slack to 1 ns, so that its timed waits
+/// (futex, epoll, nanosleep) wake when asked instead of up to 50 µs late.
+pub fn precise_timers() {
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+}
+
+fn new_eventfd(nonblocking: bool) -> io::Result<Arc<OwnedFd>> {
+    let mut flags = rustix::event::EventfdFlags::CLOEXEC;
+    if nonblocking {
+        flags |= rustix::event::EventfdFlags::NONBLOCK;
+    }
+    Ok(Arc::new(rustix::event::eventfd(0, flags)?))
+}
+
+/// Which reactor to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReactorKind {
+    /// io_uring when the kernel allows it, else threads.
+    Auto,
+    /// io_uring or an error.
+    Uring,
+    /// The thread-pool fallback.
+    Threads,
+}
+
+/// Builds a reactor of `kind`; `Auto` falls back to threads when io_uring
+/// cannot be set up (old kernel, seccomp, `io_uring_disabled`).
+pub fn build_reactor(kind: ReactorKind) -> io::Result<Box<dyn Reactor>> {
+    match kind {
+        ReactorKind::Uring => Ok(Box::new(uring::UringReactor::new(1024)?)),
+        ReactorKind::Threads => Ok(Box::new(fallback::ThreadReactor::new(4)?)),
+        ReactorKind::Auto => match uring::UringReactor::new(1024) {
+            Ok(r) => Ok(Box::new(r)),
+            Err(_) => Ok(Box::new(fallback::ThreadReactor::new(4)?)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::AlignedBuf;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    fn wait_for(r: &mut dyn Reactor, tokens: &[u64]) -> Vec<Completion> {
+        let mut got = Vec::new();
+        let deadline = now_ns() + 5_000_000_000;
+        while !tokens
+            .iter()
+            .all(|t| got.iter().any(|c: &Completion| c.token == *t))
+        {
+            assert!(now_ns() < deadline, "timed out; got {got:?}");
+            r.wait(Some(now_ns() + 100_000_000), &mut got).unwrap();
+        }
+        got
+    }
+
+    fn exercise(mut r: Box<dyn Reactor>) {
+        let dir = std::env::temp_dir().join(format!(
+            "tiermux-reactor-{}-{}",
+            r.kind(),
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&vec![0u8; 8192]).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let fd = f.as_raw_fd();
+        let mut w = AlignedBuf::zeroed(4096);
+        w.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        // SAFETY: `w` lives until its completion is waited for below.
+        unsafe { r.write(fd, w.as_mut_ptr(), 4096, 4096, 1) };
+        let got = wait_for(r.as_mut(), &[1]);
+        assert_eq!(got.iter().find(|c| c.token == 1).unwrap().result, 4096);
+        let mut rd = AlignedBuf::zeroed(4096);
+        // SAFETY: `rd` lives until its completion is waited for below.
+        unsafe { r.read(fd, rd.as_mut_ptr(), 4096, 4096, 2) };
+        r.fsync(fd, 3);
+        let got = wait_for(r.as_mut(), &[2, 3]);
+        assert!(got.iter().all(|c| c.result >= 0), "{got:?}");
+        assert_eq!(&rd[..], &w[..]);
+        // Timers complete in deadline order and not early.
+        let t0 = now_ns();
+        r.timer_at(t0 + 3_000_000, 11);
+        r.timer_at(t0 + 1_000_000, 10);
+        let mut got: Vec<Completion> = Vec::new();
+        while got.iter().filter(|c| c.token != WAKE_TOKEN).count() < 2 {
+            r.wait(None, &mut got).unwrap();
+        }
+        let order: Vec<u64> = got
+            .iter()
+            .map(|c| c.token)
+            .filter(|&t| t != WAKE_TOKEN)
+            .collect();
+        assert_eq!(order, vec![10, 11]);
+        assert!(now_ns() >= t0 + 3_000_000);
+        // A wake from another thread ends a wait with no deadline.
+        let waker = r.waker();
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            waker.wake();
+        });
+        let mut got = Vec::new();
+        r.wait(None, &mut got).unwrap();
+        assert!(got.iter().any(|c| c.token == WAKE_TOKEN));
+        h.join().unwrap();
+        // Socket readiness.
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        r.poll(a.as_raw_fd(), false, 20);
+        r.poll(a.as_raw_fd(), true, 21);
+        let got = wait_for(r.as_mut(), &[21]);
+        assert!(!got.iter().any(|c| c.token == 20), "not readable yet");
+        (&b).write_all(b"x").unwrap();
+        wait_for(r.as_mut(), &[20]);
+        // A deadline alone ends the wait.
+        let t0 = now_ns();
+        let mut got = Vec::new();
+        r.wait(Some(t0 + 2_000_000), &mut got).unwrap();
+        assert!(now_ns() >= t0 + 2_000_000 || !got.is_empty());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn uring_reactor_works() {
+        match uring::UringReactor::new(64) {
+            Ok(r) => exercise(Box::new(r)),
+            Err(e) => eprintln!("io_uring unavailable here ({e}); skipped"),
+        }
+    }
+
+    #[test]
+    fn thread_reactor_works() {
+        exercise(Box::new(fallback::ThreadReactor::new(2).unwrap()));
+    }
+}

@@ -1,0 +1,184 @@
+//! The io_uring reactor: one ring carries file I/O, socket polls, timers
+//! and the wake-up eventfd, so the loop blocks in a single `io_uring_enter`.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use super::{new_eventfd, now_ns, Completion, Reactor, Waker, WAKE_TOKEN};
+
+/// Internal token of the standing eventfd read.
+const EVENTFD_TOKEN: u64 = u64::MAX - 1;
+
+/// A reactor over one io_uring instance.
+pub struct UringReactor {
+    ring: IoUring,
+    backlog: Vec<squeue::Entry>,
+    /// Timeout specifications referenced by queued timer entries; the kernel
+    /// copies them when the entry is submitted, so they are dropped after
+    /// each submission. Boxed so that their addresses survive the vector
+    /// growing.
+    #[allow(clippy::vec_box)]
+    timespecs: Vec<Box<types::Timespec>>,
+    eventfd: Arc<OwnedFd>,
+    eventfd_buf: Box<[u8; 8]>,
+    eventfd_armed: bool,
+}
+
+impl UringReactor {
+    /// A ring with `entries` submission slots.
+    pub fn new(entries: u32) -> io::Result<Self> {
+        let ring = IoUring::new(entries)?;
+        Ok(UringReactor {
+            ring,
+            backlog: Vec::new(),
+            timespecs: Vec::new(),
+            // Blocking: io_uring returns EAGAIN for a non-blocking file instead
+            // of waiting for it.
+            eventfd: new_eventfd(false)?,
+            eventfd_buf: Box::new([0; 8]),
+            eventfd_armed: false,
+        })
+    }
+
+    fn push_backlog(&mut self) -> io::Result<()> {
+        let mut i = 0;
+        while i < self.backlog.len() {
+            // SAFETY: every entry's buffers are kept alive by the callers'
+            // contracts (`read`/`write`), by `self.eventfd_buf`, or by
+            // `self.timespecs` until the submission below.
+            let pushed = unsafe { self.ring.submission().push(&self.backlog[i]) };
+            if pushed.is_err() {
+                self.ring.submit()?;
+                continue;
+            }
+            i += 1;
+        }
+        self.backlog.clear();
+        Ok(())
+    }
+}
+
+impl Reactor for UringReactor {
+    fn kind(&self) -> &'static str {
+        "io_uring"
+    }
+
+    unsafe fn read(&mut self, fd: RawFd, buf: *mut u8, len: u32, offset: u64, token: u64) {
+        self.backlog.push(
+            opcode::Read::new(types::Fd(fd), buf, len)
+                .offset(offset)
+                .build()
+                .user_data(token),
+        );
+    }
+
+    unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64) {
+        self.backlog.push(
+            opcode::Write::new(types::Fd(fd), buf, len)
+                .offset(offset)
+                .build()
+                .user_data(token),
+        );
+    }
+
+    fn fsync(&mut self, fd: RawFd, token: u64) {
+        self.backlog.push(
+            opcode::Fsync::new(types::Fd(fd))
+                .flags(types::FsyncFlags::DATASYNC)
+                .build()
+                .user_data(token),
+        );
+    }
+
+    fn poll(&mut self, fd: RawFd, writable: bool, token: u64) {
+        let mask = if writable {
+            rustix::event::PollFlags::OUT.bits()
+        } else {
+            rustix::event::PollFlags::IN.bits()
+        } as u32;
+        self.backlog.push(
+            opcode::PollAdd::new(types::Fd(fd), mask)
+                .build()
+                .user_data(token),
+        );
+    }
+
+    fn timer_at(&mut self, deadline_ns: u64, token: u64) {
+        let ts = Box::new(
+            types::Timespec::new()
+                .sec(deadline_ns / 1_000_000_000)
+                .nsec((deadline_ns % 1_000_000_000) as u32),
+        );
+        let entry = opcode::Timeout::new(&*ts as *const types::Timespec)
+            .flags(types::TimeoutFlags::ABS)
+            .build()
+            .user_data(token);
+        self.timespecs.push(ts);
+        self.backlog.push(entry);
+    }
+
+    fn wait(&mut self, deadline_ns: Option<u64>, out: &mut Vec<Completion>) -> io::Result<()> {
+        if !self.eventfd_armed {
+            let e = opcode::Read::new(
+                types::Fd(self.eventfd.as_raw_fd()),
+                self.eventfd_buf.as_mut_ptr(),
+                8,
+            )
+            .build()
+            .user_data(EVENTFD_TOKEN);
+            self.backlog.push(e);
+            self.eventfd_armed = true;
+        }
+        self.push_backlog()?;
+        let ready = !self.ring.completion().is_empty();
+        let want = if ready { 0 } else { 1 };
+        let res = match deadline_ns {
+            Some(d) if !ready => {
+                let now = now_ns();
+                if d <= now {
+                    self.ring.submit()
+                } else {
+                    let rel = d - now;
+                    let ts = types::Timespec::new()
+                        .sec(rel / 1_000_000_000)
+                        .nsec((rel % 1_000_000_000) as u32);
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    self.ring.submitter().submit_with_args(want, &args)
+                }
+            }
+            _ => self.ring.submit_and_wait(want),
+        };
+        self.timespecs.clear();
+        match res {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::TIME.raw_os_error()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        for cqe in self.ring.completion() {
+            let token = cqe.user_data();
+            if token == EVENTFD_TOKEN {
+                self.eventfd_armed = false;
+                out.push(Completion {
+                    token: WAKE_TOKEN,
+                    result: 0,
+                });
+                continue;
+            }
+            let mut result = cqe.result();
+            if result == -rustix::io::Errno::TIME.raw_os_error() {
+                // An expired timer is its normal completion.
+                result = 0;
+            }
+            out.push(Completion { token, result });
+        }
+        Ok(())
+    }
+
+    fn waker(&self) -> Waker {
+        Waker::new(self.eventfd.clone())
+    }
+}

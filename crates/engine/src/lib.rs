@@ -3,8 +3,12 @@
 //! The engine runs the same [`tiermux_core`] policies the simulator runs,
 //! in wall-clock time, on files and block devices:
 //! - [`reactor`]: io_uring (or a thread-pool fallback) under one event loop;
-//! - [`buf`]: aligned buffers for O_DIRECT.
+//! - [`buf`]: aligned buffers for O_DIRECT;
+//! - [`device`]: files and block devices, optionally with emulated timing;
+//! - [`journal`]: the crash-safe placement map (journal and checkpoints).
 #![warn(missing_docs)]
 
 pub mod buf;
+pub mod device;
+pub mod journal;
 pub mod reactor;

@@ -1,0 +1,227 @@
+//! Devices of a volume: a file or block device, optionally behind an
+//! emulated timing model.
+//!
+//! A device is opened with O_DIRECT when its filesystem allows it (tmpfs,
+//! for example, may refuse), and created or extended to the size the volume
+//! needs when it is a regular file. An emulated device gives the backing
+//! file the timing of a simulator [`Profile`](tiermux_sim::profile): every
+//! operation is submitted to a [`SimDevice`] at its wall-clock submission
+//! time, which returns when the modelled device would finish it, and the
+//! engine completes the operation no earlier than that (see
+//! `docs/engine.md`).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use tiermux_core::Op;
+use tiermux_sim::device::SimDevice;
+use tiermux_sim::profile::ProfileSpec;
+
+/// Why a device could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("device '{name}' ({path}): {message}")]
+pub struct DeviceError {
+    /// Device name from the config.
+    pub name: String,
+    /// Its path.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Cumulative counters of one device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    /// Reads completed.
+    pub read_ops: u64,
+    /// Writes completed.
+    pub write_ops: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Operations that failed.
+    pub errors: u64,
+}
+
+/// An opened device.
+pub struct Device {
+    /// Name from the config.
+    pub name: String,
+    /// Path of the file or block device.
+    pub path: PathBuf,
+    file: File,
+    /// Whether O_DIRECT is in effect.
+    pub direct: bool,
+    /// Usable bytes.
+    pub size_bytes: u64,
+    /// Timing model when the device is emulated.
+    pub emulation: Option<SimDevice>,
+    /// Name of the emulated profile, if any.
+    pub profile_name: Option<String>,
+    /// Cumulative counters.
+    pub counters: DeviceCounters,
+    /// Operations in flight (reads, writes).
+    pub inflight: (u32, u32),
+}
+
+impl Device {
+    /// Opens (creating or extending a regular file to) `size_bytes` at
+    /// `path`, with O_DIRECT if `direct` and the filesystem supports it, and
+    /// with the timing of `profile` if given.
+    pub fn open(
+        name: &str,
+        path: &Path,
+        size_bytes: u64,
+        direct: bool,
+        profile: Option<&ProfileSpec>,
+    ) -> Result<Device, DeviceError> {
+        let err = |message: String| DeviceError {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            message,
+        };
+        let meta = std::fs::metadata(path).ok();
+        let is_block = meta
+            .as_ref()
+            .is_some_and(|m| m.file_type().is_block_device());
+        if let Some(parent) = path.parent() {
+            if !parent.as_os_str().is_empty() && !is_block {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| err(format!("cannot create its directory: {e}")))?;
+            }
+        }
+        let open = |flags: i32| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(!is_block)
+                .truncate(false)
+                .custom_flags(flags)
+                .open(path)
+        };
+        let direct_flag = rustix::fs::OFlags::DIRECT.bits() as i32;
+        let (file, direct) = if direct {
+            match open(direct_flag) {
+                Ok(f) => (f, true),
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => (
+                    open(0).map_err(|e| err(format!("cannot open: {e}")))?,
+                    false,
+                ),
+                Err(e) => return Err(err(format!("cannot open: {e}"))),
+            }
+        } else {
+            (
+                open(0).map_err(|e| err(format!("cannot open: {e}")))?,
+                false,
+            )
+        };
+        let current = if is_block {
+            use std::io::Seek;
+            (&file)
+                .seek(io::SeekFrom::End(0))
+                .map_err(|e| err(format!("cannot read its size: {e}")))?
+        } else {
+            file.metadata()
+                .map_err(|e| err(format!("cannot stat: {e}")))?
+                .len()
+        };
+        if current < size_bytes {
+            if is_block {
+                return Err(err(format!(
+                    "the block device has {current} bytes, the volume needs {size_bytes}"
+                )));
+            }
+            file.set_len(size_bytes)
+                .map_err(|e| err(format!("cannot extend to {size_bytes} bytes: {e}")))?;
+        }
+        let emulation = match profile {
+            Some(p) => Some(SimDevice::new(
+                p.model().map_err(|e| err(format!("profile: {e}")))?,
+            )),
+            None => None,
+        };
+        Ok(Device {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            file,
+            direct,
+            size_bytes,
+            emulation,
+            profile_name: profile.map(|p| p.name.clone()),
+            counters: DeviceCounters::default(),
+            inflight: (0, 0),
+        })
+    }
+
+    /// The file descriptor I/O is submitted on.
+    pub fn fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// Notes a submission; returns the emulated completion time (ns on the
+    /// loop's clock), or 0 when the device is not emulated.
+    pub fn submitted(
+        &mut self,
+        now_ns: u64,
+        dir: Op,
+        bytes: u64,
+        addr: u64,
+        purpose: usize,
+    ) -> u64 {
+        match dir {
+            Op::Read => self.inflight.0 += 1,
+            Op::Write => self.inflight.1 += 1,
+        }
+        match &mut self.emulation {
+            Some(m) => m.submit(now_ns, dir, bytes, addr, purpose),
+            None => 0,
+        }
+    }
+
+    /// Notes a completion of `bytes` (an error when `ok` is false).
+    pub fn completed(&mut self, dir: Op, bytes: u64, ok: bool) {
+        match dir {
+            Op::Read => {
+                self.inflight.0 -= 1;
+                self.counters.read_ops += 1;
+                self.counters.read_bytes += bytes;
+            }
+            Op::Write => {
+                self.inflight.1 -= 1;
+                self.counters.write_ops += 1;
+                self.counters.write_bytes += bytes;
+            }
+        }
+        if !ok {
+            self.counters.errors += 1;
+        }
+        if let Some(m) = &mut self.emulation {
+            m.complete(dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_extends_and_never_shrinks() {
+        let dir = std::env::temp_dir().join(format!("tiermux-dev-{}", std::process::id()));
+        let path = dir.join("sub/dev.img");
+        let d = Device::open("fast", &path, 1 << 20, true, None).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
+        drop(d);
+        Device::open("fast", &path, 4096, false, None).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
+        let e = Device::open("x", Path::new("/proc/version/nope"), 4096, false, None)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("device 'x'"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

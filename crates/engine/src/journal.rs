@@ -1,0 +1,671 @@
+//! Crash-safe persistence of the placement map: a journal of entry records
+//! plus periodic checkpoints.
+//!
+//! Files in the metadata directory:
+//! - `volume.json`: the volume's shape (block size, blocks, devices and
+//!   their address spaces, policy family, seed). A restart with a config of
+//!   a different shape is refused with the differences named.
+//! - `checkpoint`: every non-default entry at one moment, and the journal
+//!   generation that continues it. Written to a temporary file, synced and
+//!   renamed, so it is always whole.
+//! - `journal.<generation>`: 32-byte records `(seq, block, entry, crc)`
+//!   appended in order. Recovery replays the records that follow the
+//!   checkpoint and stops at the first record whose checksum or sequence
+//!   number is wrong (a write torn by a crash).
+//!
+//! The engine decides *when* a record is written (see `volume.rs` and
+//! `ARCHITECTURE.md`); this module makes the records durable against a
+//! process crash as soon as [`Metadata::commit`] returns (they are in the
+//! kernel's page cache) and against power loss after [`Metadata::sync`].
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tiermux_core::map::BlockMap;
+use tiermux_core::{Entry, PlacementMap};
+
+const RECORD_BYTES: usize = 32;
+const CHECKPOINT_MAGIC: &[u8; 8] = b"TMXCKPT1";
+const CHECKPOINT_ENTRY_BYTES: usize = 16;
+
+/// The shape a metadata directory was written for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeShape {
+    /// Format version of the metadata directory.
+    pub format: u32,
+    /// Block size, bytes.
+    pub block_size: u32,
+    /// Blocks in the client-visible address space.
+    pub num_blocks: u64,
+    /// Device names and the blocks of each the policy addresses.
+    pub devices: Vec<(String, u64)>,
+    /// Policy family: which policies can read this map ("cache" for every
+    /// caching policy, otherwise the policy's name).
+    pub policy_family: String,
+    /// Seed of policies that hash placement.
+    pub seed: u64,
+}
+
+/// Why metadata could not be opened or written.
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    /// An I/O error on a named file.
+    #[error("metadata {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The directory belongs to a volume of another shape.
+    #[error("metadata in {dir} was written for a different volume ({differences}); use the original config or remove the directory to start cold")]
+    Mismatch {
+        /// The directory.
+        dir: PathBuf,
+        /// What differs.
+        differences: String,
+    },
+    /// A file is damaged beyond a torn journal tail.
+    #[error("metadata {path} is corrupt: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn io_err(path: &Path) -> impl Fn(io::Error) -> MetaError + '_ {
+    move |source| MetaError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What recovery found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recovery {
+    /// True when the directory was new (a cold start).
+    pub fresh: bool,
+    /// Entries loaded from the checkpoint.
+    pub checkpoint_entries: u64,
+    /// Journal records replayed after it.
+    pub journal_records: u64,
+    /// Bytes of torn or stale journal tail discarded.
+    pub discarded_bytes: u64,
+    /// Non-default entries after recovery.
+    pub entries: u64,
+    /// Wall-clock time of recovery, including the compacting checkpoint, ms.
+    pub elapsed_ms: f64,
+}
+
+fn strip(mut e: Entry) -> Entry {
+    e.flags = 0;
+    e
+}
+
+fn encode_entry(block: u64, e: &Entry, out: &mut [u8]) {
+    out[0..8].copy_from_slice(&block.to_le_bytes());
+    out[8] = e.present;
+    out[9] = e.dirty;
+    out[10] = e.stale;
+    out[11] = 0;
+    out[12..16].copy_from_slice(&e.slot.to_le_bytes());
+}
+
+fn decode_entry(b: &[u8]) -> (u64, Entry) {
+    let block = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
+    let e = Entry {
+        present: b[8],
+        dirty: b[9],
+        stale: b[10],
+        flags: 0,
+        slot: u32::from_le_bytes(b[12..16].try_into().expect("4 bytes")),
+    };
+    (block, e)
+}
+
+fn journal_path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("journal.{generation}"))
+}
+
+/// The durable placement map of a volume.
+pub struct Metadata {
+    dir: PathBuf,
+    home: u8,
+    durable: BlockMap<Entry>,
+    journal: File,
+    generation: u64,
+    journal_len: u64,
+    next_seq: u64,
+    pending: Vec<u8>,
+    records_in_generation: u64,
+    /// Start a checkpoint once a journal generation holds this many records.
+    pub checkpoint_every_records: u64,
+    checkpointing: Option<std::thread::JoinHandle<Result<(), MetaError>>>,
+    /// Records written since opening.
+    pub records_written: u64,
+    /// Checkpoints completed since opening.
+    pub checkpoints: u64,
+}
+
+impl Metadata {
+    /// Opens (or creates) the metadata of a volume of `shape` in `dir`,
+    /// recovers the map and compacts it into a fresh checkpoint. `home` is
+    /// the device of blocks without an entry.
+    pub fn open(
+        dir: &Path,
+        shape: &VolumeShape,
+        home: u8,
+    ) -> Result<(Metadata, PlacementMap, Recovery), MetaError> {
+        let t0 = Instant::now();
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let shape_path = dir.join("volume.json");
+        let mut rec = Recovery::default();
+        match std::fs::read(&shape_path) {
+            Ok(bytes) => {
+                let old: VolumeShape =
+                    serde_json::from_slice(&bytes).map_err(|e| MetaError::Corrupt {
+                        path: shape_path.clone(),
+                        message: e.to_string(),
+                    })?;
+                let differences = describe_differences(&old, shape);
+                if !differences.is_empty() {
+                    return Err(MetaError::Mismatch {
+                        dir: dir.to_path_buf(),
+                        differences,
+                    });
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                rec.fresh = true;
+                let json = serde_json::to_vec_pretty(shape).expect("shape serializes");
+                write_atomically(dir, "volume.json", &json)?;
+            }
+            Err(e) => return Err(io_err(&shape_path)(e)),
+        }
+        let mut durable = BlockMap::default();
+        let mut generation = 1;
+        let mut next_seq = 0;
+        let ckpt_path = dir.join("checkpoint");
+        if let Some((g, seq, entries)) = read_checkpoint(&ckpt_path)? {
+            generation = g;
+            next_seq = seq;
+            rec.checkpoint_entries = entries.len() as u64;
+            durable.extend(entries);
+        }
+        // Replay generations in order from the checkpoint's.
+        let mut g = generation;
+        loop {
+            let path = journal_path(dir, g);
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(e) => return Err(io_err(&path)(e)),
+            };
+            let mut off = 0;
+            while off + RECORD_BYTES <= bytes.len() {
+                let r = &bytes[off..off + RECORD_BYTES];
+                let crc = u32::from_le_bytes(r[28..32].try_into().expect("4 bytes"));
+                let seq = u64::from_le_bytes(r[0..8].try_into().expect("8 bytes"));
+                if crc32fast::hash(&r[..28]) != crc || seq != next_seq {
+                    break;
+                }
+                let (block, e) = decode_entry(&r[8..24]);
+                set_entry(&mut durable, home, block, e);
+                next_seq += 1;
+                rec.journal_records += 1;
+                off += RECORD_BYTES;
+            }
+            rec.discarded_bytes += (bytes.len() - off) as u64;
+            if off < bytes.len() && journal_path(dir, g + 1).exists() {
+                return Err(MetaError::Corrupt {
+                    path,
+                    message: format!("damaged record at byte {off}, but a later journal exists"),
+                });
+            }
+            g += 1;
+        }
+        let mut map = PlacementMap::new(home);
+        for (&b, &e) in &durable {
+            map.set(b, e);
+        }
+        rec.entries = durable.len() as u64;
+        // Compact: a checkpoint of the recovered map continues with a new
+        // generation; the replayed journals are then removed.
+        let new_generation = g.max(generation) + 1;
+        write_checkpoint(dir, new_generation, next_seq, &durable)?;
+        remove_journals_before(dir, new_generation)?;
+        let jpath = journal_path(dir, new_generation);
+        let journal = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&jpath)
+            .map_err(io_err(&jpath))?;
+        rec.elapsed_ms = t0.elapsed().as_secs_f64() * 1e3;
+        Ok((
+            Metadata {
+                dir: dir.to_path_buf(),
+                home,
+                durable,
+                journal,
+                generation: new_generation,
+                journal_len: 0,
+                next_seq,
+                pending: Vec::new(),
+                records_in_generation: 0,
+                checkpoint_every_records: 1 << 20,
+                checkpointing: None,
+                records_written: 0,
+                checkpoints: 0,
+            },
+            map,
+            rec,
+        ))
+    }
+
+    /// The durable entry of `block` (what recovery would return now, once
+    /// pending records are committed).
+    pub fn durable(&self, block: u64) -> Entry {
+        self.durable.get(&block).copied().unwrap_or(Entry {
+            present: 1 << self.home,
+            ..Entry::default()
+        })
+    }
+
+    /// Queues a record setting `block` to `e` (flags are not persisted);
+    /// nothing is queued when the durable entry is already `e`.
+    pub fn record(&mut self, block: u64, e: Entry) {
+        let e = strip(e);
+        if self.durable(block) == e {
+            return;
+        }
+        set_entry(&mut self.durable, self.home, block, e);
+        let mut r = [0u8; RECORD_BYTES];
+        r[0..8].copy_from_slice(&self.next_seq.to_le_bytes());
+        encode_entry(block, &e, &mut r[8..24]);
+        let crc = crc32fast::hash(&r[..28]);
+        r[28..32].copy_from_slice(&crc.to_le_bytes());
+        self.pending.extend_from_slice(&r);
+        self.next_seq += 1;
+    }
+
+    /// True when records are queued but not committed.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Writes queued records to the journal (one `pwrite`). When it returns,
+    /// they survive a crash of this process. Starts a checkpoint when the
+    /// journal generation is long.
+    pub fn commit(&mut self) -> Result<(), MetaError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let path = journal_path(&self.dir, self.generation);
+        self.journal
+            .write_all_at(&self.pending, self.journal_len)
+            .map_err(io_err(&path))?;
+        let n = (self.pending.len() / RECORD_BYTES) as u64;
+        self.journal_len += self.pending.len() as u64;
+        self.records_in_generation += n;
+        self.records_written += n;
+        self.pending.clear();
+        if self.records_in_generation >= self.checkpoint_every_records {
+            self.start_checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// The journal's file descriptor (for an asynchronous `fdatasync`).
+    pub fn journal_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.journal.as_raw_fd()
+    }
+
+    /// Makes committed records durable against power loss.
+    pub fn sync(&self) -> Result<(), MetaError> {
+        self.journal
+            .sync_data()
+            .map_err(io_err(&journal_path(&self.dir, self.generation)))
+    }
+
+    fn finish_checkpoint(&mut self, wait: bool) -> Result<(), MetaError> {
+        let done = self.checkpointing.as_ref().is_some_and(|h| h.is_finished());
+        if done || (wait && self.checkpointing.is_some()) {
+            let h = self.checkpointing.take().expect("checkpoint running");
+            h.join().expect("checkpoint thread panicked")?;
+            self.checkpoints += 1;
+        }
+        Ok(())
+    }
+
+    /// Switches to a new journal generation and writes a checkpoint of the
+    /// durable map in the background (at most one at a time).
+    fn start_checkpoint(&mut self) -> Result<(), MetaError> {
+        self.finish_checkpoint(false)?;
+        if self.checkpointing.is_some() {
+            return Ok(());
+        }
+        let new_generation = self.generation + 1;
+        let jpath = journal_path(&self.dir, new_generation);
+        let journal = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&jpath)
+            .map_err(io_err(&jpath))?;
+        self.journal = journal;
+        self.generation = new_generation;
+        self.journal_len = 0;
+        self.records_in_generation = 0;
+        let snapshot = self.durable.clone();
+        let dir = self.dir.clone();
+        let seq = self.next_seq;
+        self.checkpointing = Some(std::thread::spawn(move || {
+            write_checkpoint(&dir, new_generation, seq, &snapshot)?;
+            remove_journals_before(&dir, new_generation)
+        }));
+        Ok(())
+    }
+
+    /// Commits, waits for a running checkpoint and writes a final one (a
+    /// clean shutdown: the next start replays nothing).
+    pub fn close(&mut self) -> Result<(), MetaError> {
+        self.commit()?;
+        self.finish_checkpoint(true)?;
+        self.start_checkpoint()?;
+        self.finish_checkpoint(true)
+    }
+
+    /// Non-default durable entries.
+    pub fn len(&self) -> usize {
+        self.durable.len()
+    }
+
+    /// True when every block has the default placement.
+    pub fn is_empty(&self) -> bool {
+        self.durable.is_empty()
+    }
+}
+
+impl Drop for Metadata {
+    /// Waits for a background checkpoint, so that a volume reopened in the
+    /// same process never races with it. (Records not committed are lost,
+    /// as in a crash.)
+    fn drop(&mut self) {
+        if let Some(h) = self.checkpointing.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn set_entry(map: &mut BlockMap<Entry>, home: u8, block: u64, e: Entry) {
+    if e.present == 1 << home && e.dirty == 0 && e.stale == 0 {
+        map.remove(&block);
+    } else {
+        map.insert(block, e);
+    }
+}
+
+fn describe_differences(old: &VolumeShape, new: &VolumeShape) -> String {
+    let mut d = Vec::new();
+    if old.format != new.format {
+        d.push(format!("format {} vs {}", old.format, new.format));
+    }
+    if old.block_size != new.block_size {
+        d.push(format!(
+            "block_size {} vs {}",
+            old.block_size, new.block_size
+        ));
+    }
+    if old.num_blocks != new.num_blocks {
+        d.push(format!(
+            "size {} vs {} blocks",
+            old.num_blocks, new.num_blocks
+        ));
+    }
+    if old.devices != new.devices {
+        d.push(format!("devices {:?} vs {:?}", old.devices, new.devices));
+    }
+    if old.policy_family != new.policy_family {
+        d.push(format!(
+            "policy {} vs {}",
+            old.policy_family, new.policy_family
+        ));
+    }
+    if old.seed != new.seed {
+        d.push(format!("seed {} vs {}", old.seed, new.seed));
+    }
+    d.join("; ")
+}
+
+fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), MetaError> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let dst = dir.join(name);
+    {
+        let mut f = File::create(&tmp).map_err(io_err(&tmp))?;
+        f.write_all(bytes).map_err(io_err(&tmp))?;
+        f.sync_all().map_err(io_err(&tmp))?;
+    }
+    std::fs::rename(&tmp, &dst).map_err(io_err(&dst))?;
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
+}
+
+fn write_checkpoint(
+    dir: &Path,
+    generation: u64,
+    seq: u64,
+    map: &BlockMap<Entry>,
+) -> Result<(), MetaError> {
+    let mut bytes = Vec::with_capacity(32 + map.len() * CHECKPOINT_ENTRY_BYTES + 4);
+    bytes.extend_from_slice(CHECKPOINT_MAGIC);
+    bytes.extend_from_slice(&generation.to_le_bytes());
+    bytes.extend_from_slice(&seq.to_le_bytes());
+    bytes.extend_from_slice(&(map.len() as u64).to_le_bytes());
+    // Sorted, so that a checkpoint of a given map is always the same bytes.
+    let mut entries: Vec<_> = map.iter().map(|(&b, &e)| (b, e)).collect();
+    entries.sort_unstable_by_key(|x| x.0);
+    let mut buf = [0u8; CHECKPOINT_ENTRY_BYTES];
+    for (b, e) in entries {
+        encode_entry(b, &e, &mut buf);
+        bytes.extend_from_slice(&buf);
+    }
+    let crc = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(&crc.to_le_bytes());
+    write_atomically(dir, "checkpoint", &bytes)
+}
+
+type CheckpointContents = (u64, u64, HashMap<u64, Entry>);
+
+fn read_checkpoint(path: &Path) -> Result<Option<CheckpointContents>, MetaError> {
+    let mut bytes = Vec::new();
+    match File::open(path) {
+        Ok(mut f) => {
+            f.read_to_end(&mut bytes).map_err(io_err(path))?;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(path)(e)),
+    }
+    let corrupt = |message: &str| MetaError::Corrupt {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    };
+    if bytes.len() < 36 || &bytes[0..8] != CHECKPOINT_MAGIC {
+        return Err(corrupt("bad header"));
+    }
+    let body = bytes.len() - 4;
+    let crc = u32::from_le_bytes(bytes[body..].try_into().expect("4 bytes"));
+    if crc32fast::hash(&bytes[..body]) != crc {
+        return Err(corrupt("checksum mismatch"));
+    }
+    let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+    let (generation, seq, count) = (word(8), word(16), word(24));
+    if 32 + count as usize * CHECKPOINT_ENTRY_BYTES != body {
+        return Err(corrupt("entry count does not match the length"));
+    }
+    let entries = bytes[32..body]
+        .chunks_exact(CHECKPOINT_ENTRY_BYTES)
+        .map(decode_entry)
+        .collect();
+    Ok(Some((generation, seq, entries)))
+}
+
+fn remove_journals_before(dir: &Path, generation: u64) -> Result<(), MetaError> {
+    for entry in std::fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        let name = entry.file_name();
+        let Some(g) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("journal."))
+            .and_then(|g| g.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if g < generation {
+            std::fs::remove_file(entry.path()).map_err(io_err(&entry.path()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermux_core::rng::Rng;
+
+    fn shape() -> VolumeShape {
+        VolumeShape {
+            format: 1,
+            block_size: 4096,
+            num_blocks: 1000,
+            devices: vec![("fast".into(), 100), ("slow".into(), 1000)],
+            policy_family: "cache".into(),
+            seed: 1,
+        }
+    }
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tiermux-journal-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn random_entry(rng: &mut Rng) -> Entry {
+        match rng.below(3) {
+            0 => Entry {
+                present: 0b10,
+                ..Entry::default()
+            },
+            1 => Entry {
+                present: 0b11,
+                slot: rng.below(100) as u32,
+                ..Entry::default()
+            },
+            _ => Entry {
+                present: 0b11,
+                dirty: 0b01,
+                slot: rng.below(100) as u32,
+                flags: 1,
+                ..Entry::default()
+            },
+        }
+    }
+
+    fn as_sorted(map: &PlacementMap) -> Vec<(u64, Entry)> {
+        let mut v: Vec<_> = map.iter().collect();
+        v.sort_by_key(|x| x.0);
+        v
+    }
+
+    #[test]
+    fn recovers_exactly_what_was_committed_across_checkpoints() {
+        let dir = tmpdir("roundtrip");
+        let mut rng = Rng::new(5);
+        let mut model = PlacementMap::new(1);
+        for round in 0..4 {
+            let (mut m, map, rec) = Metadata::open(&dir, &shape(), 1).unwrap();
+            assert_eq!(rec.fresh, round == 0);
+            assert_eq!(as_sorted(&map), as_sorted(&model), "round {round}");
+            m.checkpoint_every_records = 500;
+            for i in 0..3000 {
+                let b = rng.below(300);
+                let e = random_entry(&mut rng);
+                m.record(b, e);
+                model.set(b, strip(e));
+                if i % 7 == 0 {
+                    m.commit().unwrap();
+                }
+            }
+            m.commit().unwrap();
+            assert!(m.checkpoints > 0 || m.checkpointing.is_some());
+            if round % 2 == 0 {
+                drop(m); // a crash: no final checkpoint
+            } else {
+                m.close().unwrap();
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn torn_tail_is_discarded_and_uncommitted_records_lost() {
+        let dir = tmpdir("torn");
+        let (mut m, _, _) = Metadata::open(&dir, &shape(), 1).unwrap();
+        let e = Entry {
+            present: 0b11,
+            slot: 9,
+            ..Entry::default()
+        };
+        m.record(5, e);
+        m.commit().unwrap();
+        m.record(6, e);
+        m.commit().unwrap();
+        m.record(7, e); // never committed
+        let g = m.generation;
+        drop(m);
+        // Tear the last committed record.
+        let jp = journal_path(&dir, g);
+        let len = std::fs::metadata(&jp).unwrap().len();
+        let f = OpenOptions::new().write(true).open(&jp).unwrap();
+        f.set_len(len - 5).unwrap();
+        let (_, map, rec) = Metadata::open(&dir, &shape(), 1).unwrap();
+        assert_eq!(map.get(5), e);
+        assert!(!map.has_entry(6) && !map.has_entry(7));
+        assert_eq!((rec.journal_records, rec.discarded_bytes), (1, 27));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn other_shapes_and_damaged_checkpoints_are_refused() {
+        let dir = tmpdir("shape");
+        drop(Metadata::open(&dir, &shape(), 1).unwrap());
+        let mut other = shape();
+        other.num_blocks = 2000;
+        other.seed = 3;
+        let e = Metadata::open(&dir, &other, 1).err().unwrap().to_string();
+        assert!(
+            e.contains("size 1000 vs 2000 blocks") && e.contains("seed 1 vs 3"),
+            "{e}"
+        );
+        let cp = dir.join("checkpoint");
+        let mut bytes = std::fs::read(&cp).unwrap();
+        let n = bytes.len();
+        bytes[n - 1] ^= 0xff;
+        std::fs::write(&cp, bytes).unwrap();
+        let e = Metadata::open(&dir, &shape(), 1).err().unwrap().to_string();
+        assert!(
+            e.contains("checkpoint is corrupt: checksum mismatch"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -103,6 +103,13 @@ pub trait Policy: Send {
         Vec::new()
     }
 
+    /// The on-device layout the policy uses. Policies with the same layout
+    /// can take over each other's devices and saved map (every caching
+    /// policy uses "cache"); others cannot.
+    fn layout(&self) -> &str {
+        self.name()
+    }
+
     /// Rebuilds the policy's own state (slot allocation, replacement order,
     /// dirty counts) from a placement map saved before a restart. A policy
     /// that keeps no placement refuses a non-empty map.

@@ -5,10 +5,17 @@
 //! - [`reactor`]: io_uring (or a thread-pool fallback) under one event loop;
 //! - [`buf`]: aligned buffers for O_DIRECT;
 //! - [`device`]: files and block devices, optionally with emulated timing;
-//! - [`journal`]: the crash-safe placement map (journal and checkpoints).
+//! - [`journal`]: the crash-safe placement map (journal and checkpoints);
+//! - [`config`]: volume configuration files;
+//! - [`volume`]: the block address space served by a policy.
 #![warn(missing_docs)]
 
 pub mod buf;
+pub mod config;
 pub mod device;
 pub mod journal;
 pub mod reactor;
+pub mod volume;
+
+pub use config::VolumeConfig;
+pub use volume::{Done, Request, Volume};

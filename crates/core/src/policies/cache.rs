@@ -542,4 +542,7 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
     fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
         self.core.restore(map)
     }
+    fn layout(&self) -> &str {
+        "cache"
+    }
 }

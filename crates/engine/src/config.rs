@@ -1,0 +1,400 @@
+//! Volume configuration files (TOML), as `tiermux serve` reads them.
+//!
+//! ```toml
+//! size = "1GiB"            # client-visible size (bytes or a string with a unit)
+//! block_size = 4096        # bytes, a multiple of 4096
+//! listen = "unix:tiermux.sock"   # or "tcp:127.0.0.1:10809"; relative to --data-dir
+//! export = "tiermux"       # NBD export name
+//! metadata = "meta"        # metadata directory, relative to --data-dir
+//!
+//! [[device]]               # fastest first; the last one holds the volume
+//! name = "fast"
+//! path = "fast.img"        # file or block device, relative to --data-dir
+//! size = "256MiB"          # required for every device but the last
+//! profile = "emu-optane"   # optional: emulated timing (built-in or [[profile]])
+//!
+//! [policy]
+//! name = "nhc"             # any policy of `tiermux policies`
+//! write_mode = "wb"        # ...and its parameters
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use tiermux_core::Params;
+use tiermux_sim::config::{lookup_profile, params_from_toml};
+use tiermux_sim::profile::ProfileSpec;
+
+use crate::reactor::ReactorKind;
+
+/// A configuration problem, naming the field.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn cerr(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// A size: a number of bytes or a string such as "256MiB" or "1G".
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum SizeValue {
+    /// Bytes.
+    Bytes(u64),
+    /// A number with a unit (K, M, G, T with optional "iB"/"B"; powers of 1024).
+    Text(String),
+}
+
+impl SizeValue {
+    /// The size in bytes.
+    pub fn bytes(&self, field: &str) -> Result<u64, ConfigError> {
+        match self {
+            SizeValue::Bytes(b) => Ok(*b),
+            SizeValue::Text(s) => parse_size(s).ok_or_else(|| {
+                cerr(
+                    field,
+                    format!("'{s}' is not a size (examples: 4096, \"256MiB\", \"1G\")"),
+                )
+            }),
+        }
+    }
+}
+
+/// Parses "123", "4k", "256MiB", "1.5G" (binary units).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return None,
+    };
+    let v = n * mult as f64;
+    (v.is_finite() && v >= 0.0 && v.fract() == 0.0).then_some(v as u64)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceFile {
+    name: String,
+    path: String,
+    #[serde(default)]
+    size: Option<SizeValue>,
+    #[serde(default)]
+    profile: Option<String>,
+    #[serde(default)]
+    direct: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VolumeFile {
+    size: SizeValue,
+    #[serde(default)]
+    block_size: Option<u32>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    listen: Option<String>,
+    #[serde(default)]
+    export: Option<String>,
+    #[serde(default)]
+    metadata: Option<String>,
+    #[serde(default)]
+    reactor: Option<String>,
+    #[serde(default)]
+    device: Vec<DeviceFile>,
+    policy: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    profile: Vec<ProfileSpec>,
+}
+
+/// Where the server listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listen {
+    /// A Unix socket path.
+    Unix(PathBuf),
+    /// A TCP address.
+    Tcp(String),
+}
+
+impl Listen {
+    /// Parses "unix:PATH", "tcp:HOST:PORT" or a bare path; relative paths
+    /// are taken relative to `base`.
+    pub fn parse(s: &str, base: &Path) -> Result<Listen, ConfigError> {
+        if let Some(addr) = s.strip_prefix("tcp:") {
+            if addr
+                .rsplit_once(':')
+                .is_none_or(|(_, p)| p.parse::<u16>().is_err())
+            {
+                return Err(cerr("listen", format!("'{s}': expected tcp:HOST:PORT")));
+            }
+            return Ok(Listen::Tcp(addr.to_string()));
+        }
+        let path = s.strip_prefix("unix:").unwrap_or(s);
+        if path.is_empty() {
+            return Err(cerr("listen", "empty socket path"));
+        }
+        Ok(Listen::Unix(base.join(path)))
+    }
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Unix(p) => write!(f, "unix:{}", p.display()),
+            Listen::Tcp(a) => write!(f, "tcp:{a}"),
+        }
+    }
+}
+
+/// One device, resolved.
+#[derive(Clone, Debug)]
+pub struct DeviceConfig {
+    /// Name.
+    pub name: String,
+    /// Absolute or data-dir-relative path, resolved.
+    pub path: PathBuf,
+    /// Bytes the volume uses.
+    pub size_bytes: u64,
+    /// Emulated timing.
+    pub profile: Option<ProfileSpec>,
+    /// Try O_DIRECT.
+    pub direct: bool,
+}
+
+/// A resolved volume configuration.
+#[derive(Clone, Debug)]
+pub struct VolumeConfig {
+    /// Client-visible size, bytes (a multiple of the block size).
+    pub size_bytes: u64,
+    /// Block size, bytes.
+    pub block_size: u32,
+    /// Seed of policies that hash or sample.
+    pub seed: u64,
+    /// Where to listen.
+    pub listen: Listen,
+    /// NBD export name.
+    pub export: String,
+    /// Metadata directory.
+    pub metadata_dir: PathBuf,
+    /// Which reactor to use.
+    pub reactor: ReactorKind,
+    /// Devices, fastest first.
+    pub devices: Vec<DeviceConfig>,
+    /// Policy name.
+    pub policy: String,
+    /// Policy parameters.
+    pub params: Params,
+}
+
+impl VolumeConfig {
+    /// Parses TOML text; relative paths are resolved against `data_dir`.
+    pub fn parse(text: &str, data_dir: &Path) -> Result<VolumeConfig, ConfigError> {
+        let f: VolumeFile =
+            toml::from_str(text).map_err(|e| cerr("config", e.message().to_string()))?;
+        let block_size = f.block_size.unwrap_or(4096);
+        if block_size == 0 || !block_size.is_multiple_of(4096) || block_size > 1 << 20 {
+            return Err(cerr(
+                "block_size",
+                format!("must be a multiple of 4096 up to 1 MiB, got {block_size}"),
+            ));
+        }
+        let size_bytes = f.size.bytes("size")?;
+        if size_bytes == 0 || size_bytes % block_size as u64 != 0 {
+            return Err(cerr(
+                "size",
+                format!(
+                    "must be a positive multiple of block_size ({block_size}), got {size_bytes}"
+                ),
+            ));
+        }
+        if f.device.is_empty() {
+            return Err(cerr("device", "at least one [[device]] is needed"));
+        }
+        for p in &f.profile {
+            p.model()
+                .map_err(|e| cerr(format!("profile.{}", p.name), e.to_string()))?;
+        }
+        let n = f.device.len();
+        let mut devices = Vec::new();
+        for (i, d) in f.device.iter().enumerate() {
+            let field = format!("device[{i}] ({})", d.name);
+            let size = match &d.size {
+                Some(s) => s.bytes(&format!("{field}.size"))?,
+                None if i == n - 1 => size_bytes,
+                None => {
+                    return Err(cerr(
+                        format!("{field}.size"),
+                        "required for every device but the last",
+                    ))
+                }
+            };
+            if i == n - 1 && size < size_bytes {
+                return Err(cerr(
+                    format!("{field}.size"),
+                    format!(
+                        "the last device holds the volume: needs {size_bytes} bytes, got {size}"
+                    ),
+                ));
+            }
+            if size == 0 || size % block_size as u64 != 0 {
+                return Err(cerr(
+                    format!("{field}.size"),
+                    format!("must be a positive multiple of block_size ({block_size}), got {size}"),
+                ));
+            }
+            let profile = match &d.profile {
+                Some(name) => Some(lookup_profile(name, &f.profile).ok_or_else(|| {
+                    cerr(format!("{field}.profile"), format!("unknown profile '{name}' (define it in a [[profile]] table or see `tiermux profiles`)"))
+                })?),
+                None => None,
+            };
+            if devices.iter().any(|x: &DeviceConfig| x.name == d.name) {
+                return Err(cerr(format!("{field}.name"), "device names must be unique"));
+            }
+            devices.push(DeviceConfig {
+                name: d.name.clone(),
+                path: data_dir.join(&d.path),
+                size_bytes: size,
+                profile,
+                direct: d.direct.unwrap_or(true),
+            });
+        }
+        let mut policy_table = f.policy.clone();
+        let policy = match policy_table.remove("name") {
+            Some(toml::Value::String(s)) => s,
+            Some(_) => return Err(cerr("policy.name", "must be a string")),
+            None => return Err(cerr("policy.name", "missing (for example name = \"nhc\")")),
+        };
+        let params = params_from_toml(&policy_table).map_err(|e| cerr("policy", e.to_string()))?;
+        let reactor = match f.reactor.as_deref().unwrap_or("auto") {
+            "auto" => ReactorKind::Auto,
+            "io_uring" => ReactorKind::Uring,
+            "threads" => ReactorKind::Threads,
+            other => {
+                return Err(cerr(
+                    "reactor",
+                    format!("'{other}': expected auto, io_uring or threads"),
+                ))
+            }
+        };
+        Ok(VolumeConfig {
+            size_bytes,
+            block_size,
+            seed: f.seed.unwrap_or(1),
+            listen: Listen::parse(f.listen.as_deref().unwrap_or("unix:tiermux.sock"), data_dir)?,
+            export: f.export.unwrap_or_else(|| "tiermux".into()),
+            metadata_dir: data_dir.join(f.metadata.as_deref().unwrap_or("meta")),
+            reactor,
+            devices,
+            policy,
+            params,
+        })
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path, data_dir: &Path) -> Result<VolumeConfig, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| cerr(path.display().to_string(), format!("cannot read: {e}")))?;
+        Self::parse(&text, data_dir)
+            .map_err(|e| cerr(format!("{}: {}", path.display(), e.field), e.message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+size = "1MiB"
+[[device]]
+name = "fast"
+path = "f.img"
+size = "256KiB"
+profile = "optane-905p"
+[[device]]
+name = "slow"
+path = "s.img"
+[policy]
+name = "nhc"
+write_mode = "wb"
+"#;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("256MiB"), Some(256 << 20));
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("1.5k"), Some(1536));
+        assert_eq!(parse_size("12 parsecs"), None);
+    }
+
+    #[test]
+    fn parses_and_resolves() {
+        let c = VolumeConfig::parse(GOOD, Path::new("/data")).unwrap();
+        assert_eq!(c.size_bytes, 1 << 20);
+        assert_eq!(c.devices[1].size_bytes, 1 << 20);
+        assert_eq!(c.devices[0].path, Path::new("/data/f.img"));
+        assert_eq!(c.listen, Listen::Unix("/data/tiermux.sock".into()));
+        assert_eq!(c.policy, "nhc");
+        assert!(c.devices[0].profile.is_some());
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            (
+                GOOD.replace("size = \"256KiB\"\n", ""),
+                "device[0] (fast).size",
+            ),
+            (
+                GOOD.replace("optane-905p", "warp-drive"),
+                "unknown profile 'warp-drive'",
+            ),
+            (
+                GOOD.replace("size = \"1MiB\"", "size = \"1MiB\"\nblock_size = 1000"),
+                "block_size",
+            ),
+            (
+                GOOD.replace("size = \"1MiB\"", "size = \"lots\""),
+                "'lots' is not a size",
+            ),
+            (GOOD.replace("name = \"nhc\"\n", ""), "policy.name"),
+            (
+                GOOD.replace(
+                    "size = \"1MiB\"",
+                    "size = \"1MiB\"\nlisten = \"tcp:localhost\"",
+                ),
+                "expected tcp:HOST:PORT",
+            ),
+            (
+                GOOD.replace("[policy]", "colour = 3\n[policy]"),
+                "unknown field `colour`",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = VolumeConfig::parse(&text, Path::new("/d"))
+                .expect_err(want)
+                .to_string();
+            assert!(e.contains(want), "{e} should mention {want}");
+        }
+    }
+}

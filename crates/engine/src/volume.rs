@@ -992,8 +992,10 @@ fn pre_entry(old: Entry, new: Entry, written: u8, home: u8) -> Entry {
     let moved = if old.slot != new.slot { old.present } else { 0 };
     let dropped = valid(&old) & !valid(&new);
     let removed = (written | moved | dropped) & !(1 << home);
-    let pre = drop_devices(old, removed, home);
-    if valid(&pre) == 0 {
+    if valid(&old) & !removed == 0 {
+        // Every current copy is being replaced. A dirty block's copy is the
+        // only current data (home is older), so it stays; a clean block
+        // falls back to its home copy.
         if old.dirty != 0 {
             return old;
         }
@@ -1002,7 +1004,7 @@ fn pre_entry(old: Entry, new: Entry, written: u8, home: u8) -> Entry {
             ..Entry::default()
         };
     }
-    pre
+    drop_devices(old, removed, home)
 }
 
 /// The durable entry of a block another decision touched (an eviction):

@@ -205,7 +205,7 @@ fn run(tag: &str, policy: &str, extra: &str, seed: u64, ops: usize, crash: bool)
             &mut bytes,
         );
         // Now and then: restart cleanly or crash.
-        if rng.below(400) == 0 {
+        if rng.below(if crash { 60 } else { 400 }) == 0 {
             if crash && rng.below(2) == 0 {
                 drop(h.r);
                 let v = h.vol;

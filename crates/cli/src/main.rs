@@ -12,6 +12,7 @@ macro_rules! outln {
 }
 
 mod replay;
+mod serve;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -71,6 +72,17 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', required = true)]
         cache_pages: Vec<usize>,
     },
+    /// Serve a volume (TOML config) over NBD until SIGINT or SIGTERM.
+    Serve {
+        /// The volume config.
+        config: PathBuf,
+        /// Listen on this Unix socket instead of the config's listener.
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// Directory that relative paths in the config are taken from.
+        #[arg(long, default_value = ".")]
+        data_dir: PathBuf,
+    },
     /// List device profiles with their calibration points.
     Profiles,
     /// List policies.
@@ -87,6 +99,11 @@ fn main() {
             policy,
             cache_pages,
         } => replay_cmd(&trace, &policy, &cache_pages),
+        Cmd::Serve {
+            config,
+            socket,
+            data_dir,
+        } => serve::serve(&config, socket.as_deref(), &data_dir),
         Cmd::Profiles => {
             profiles();
             Ok(())

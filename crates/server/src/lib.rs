@@ -1,7 +1,11 @@
 //! tiermux NBD server: the engine's [`tiermux_engine::Volume`] behind the
 //! NBD protocol.
 //!
-//! - [`proto`]: the newstyle fixed handshake and request parsing.
+//! - [`proto`]: the newstyle fixed handshake and request parsing;
+//! - [`server`]: listeners, handshake threads and the event loop.
 #![warn(missing_docs)]
 
 pub mod proto;
+pub mod server;
+
+pub use server::{Server, Shutdown};

@@ -303,7 +303,18 @@ impl Reactor for ThreadReactor {
         }
         let fds: Vec<RawFd> = self.polls.keys().copied().collect();
         for fd in fds {
-            self.rearm_poll(fd)?;
+            if let Err(e) = self.rearm_poll(fd) {
+                // A closed descriptor: its polls complete with the error.
+                let errno = -e.raw_os_error().unwrap_or(9);
+                let (r, w) = self.polls.remove(&fd).unwrap_or((None, None));
+                self.registered.remove(&fd);
+                for t in [r, w].into_iter().flatten() {
+                    out.push(Completion {
+                        token: t,
+                        result: errno,
+                    });
+                }
+            }
         }
         if let Some(d) = deadline_ns {
             self.timers.push(std::cmp::Reverse((d, DEADLINE_TOKEN)));
@@ -362,7 +373,6 @@ impl Reactor for ThreadReactor {
                         }
                         if keep.0.is_some() || keep.1.is_some() {
                             self.polls.insert(fd, keep);
-                            self.rearm_poll(fd)?;
                         }
                     }
                 }

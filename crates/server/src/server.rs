@@ -1,0 +1,613 @@
+//! The NBD server: listener threads run handshakes; one event loop owns the
+//! volume, the reactor and every connection in the transmission phase.
+//!
+//! Connection sockets are non-blocking. The loop polls them for readability
+//! through the reactor, reads every complete request (many in flight per
+//! connection), and sends replies directly, falling back to a writability
+//! poll when the socket's buffer is full, so a slow client never blocks the
+//! loop. A client that breaks framing (bad magic) is disconnected with a log
+//! line; a bad request (range, size, command, flags) gets an error reply.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tiermux_engine::config::Listen;
+use tiermux_engine::reactor::{Completion, Reactor, Waker, WAKE_TOKEN};
+use tiermux_engine::volume::{Done, Request, CALLER_TOKEN_BASE, MAX_REQUEST_BYTES};
+use tiermux_engine::Volume;
+
+use crate::proto::{self, errno, Export, HandshakeEnd, RequestHeader, REQUEST_BYTES};
+
+/// A connected client socket.
+pub enum Stream {
+    /// Unix domain.
+    Unix(UnixStream),
+    /// TCP.
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn fd(&self) -> RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+    fn set_timeouts(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+            Stream::Tcp(s) => {
+                s.set_nodelay(true)?;
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(b),
+            Stream::Tcp(s) => s.read(b),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(b),
+            Stream::Tcp(s) => s.write(b),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Handle to stop a running server from another thread (or a signal).
+#[derive(Clone)]
+pub struct Shutdown {
+    flag: Arc<AtomicBool>,
+    waker: Arc<Mutex<Option<Waker>>>,
+}
+
+impl Shutdown {
+    /// Asks the server to finish in-flight requests, checkpoint and return.
+    pub fn trigger(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        if let Some(w) = self.waker.lock().expect("waker").as_ref() {
+            w.wake();
+        }
+    }
+}
+
+/// Counters of a server run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServerStats {
+    /// Connections that entered transmission.
+    pub connections: u64,
+    /// Requests answered with an error because they were malformed.
+    pub bad_requests: u64,
+    /// Connections closed for breaking the protocol.
+    pub protocol_violations: u64,
+}
+
+struct Conn {
+    stream: Stream,
+    gen: u32,
+    rbuf: Vec<u8>,
+    rpos: usize,
+    /// Payload bytes of an oversized write still to skip.
+    discard: u64,
+    out: VecDeque<Vec<u8>>,
+    out_pos: usize,
+    inflight: u32,
+    closing: bool,
+    read_armed: bool,
+    write_armed: bool,
+}
+
+struct Pending {
+    conn: usize,
+    gen: u32,
+    handle: u64,
+}
+
+/// A listening NBD server for one volume.
+pub struct Server {
+    listen: Listen,
+    export: Export,
+    shutdown: Shutdown,
+    inbox: Arc<Mutex<Vec<Stream>>>,
+    stats: ServerStats,
+}
+
+const READ_CHUNK: usize = 256 << 10;
+
+impl Server {
+    /// A server for `export` on `listen`.
+    pub fn new(listen: Listen, export: Export) -> Server {
+        Server {
+            listen,
+            export,
+            shutdown: Shutdown {
+                flag: Arc::new(AtomicBool::new(false)),
+                waker: Arc::new(Mutex::new(None)),
+            },
+            inbox: Arc::new(Mutex::new(Vec::new())),
+            stats: ServerStats::default(),
+        }
+    }
+
+    /// The handle that stops [`Server::run`].
+    pub fn shutdown_handle(&self) -> Shutdown {
+        self.shutdown.clone()
+    }
+
+    /// Binds the socket (removing a stale Unix socket file) and starts the
+    /// accept thread; returns the address actually bound.
+    pub fn bind(&mut self, waker: Waker) -> io::Result<String> {
+        *self.shutdown.waker.lock().expect("waker") = Some(waker.clone());
+        let inbox = self.inbox.clone();
+        let export = self.export.clone();
+        let flag = self.shutdown.flag.clone();
+        let accept = move |s: Stream| {
+            let inbox = inbox.clone();
+            let export = export.clone();
+            let waker = waker.clone();
+            std::thread::spawn(move || run_handshake(s, &export, &inbox, &waker));
+        };
+        match &self.listen {
+            Listen::Unix(path) => {
+                if path.exists() {
+                    std::fs::remove_file(path)?;
+                }
+                let l = UnixListener::bind(path)?;
+                let shown = format!("unix:{}", path.display());
+                std::thread::spawn(move || {
+                    for s in l.incoming() {
+                        if flag.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        match s {
+                            Ok(s) => accept(Stream::Unix(s)),
+                            Err(e) => eprintln!("tiermux: accept: {e}"),
+                        }
+                    }
+                });
+                Ok(shown)
+            }
+            Listen::Tcp(addr) => {
+                let l = TcpListener::bind(addr)?;
+                let shown = format!("tcp:{}", l.local_addr()?);
+                std::thread::spawn(move || {
+                    for s in l.incoming() {
+                        if flag.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        match s {
+                            Ok(s) => accept(Stream::Tcp(s)),
+                            Err(e) => eprintln!("tiermux: accept: {e}"),
+                        }
+                    }
+                });
+                Ok(shown)
+            }
+        }
+    }
+
+    /// Serves until shut down; then finishes in-flight requests, closes the
+    /// connections and checkpoints the volume.
+    pub fn run(&mut self, vol: &mut Volume, r: &mut dyn Reactor) -> anyhow::Result<ServerStats> {
+        let mut conns: Vec<Option<Conn>> = Vec::new();
+        let mut pending: Vec<Option<Pending>> = Vec::new();
+        let mut free_pending: Vec<usize> = Vec::new();
+        let mut next_gen = 1u32;
+        let mut done: Vec<Done> = Vec::new();
+        let mut comps: Vec<Completion> = Vec::new();
+        let mut stopping = false;
+        loop {
+            vol.on_time(r);
+            vol.end_batch(r, &mut done)?;
+            for d in done.drain(..) {
+                let Some(p) = pending.get_mut(d.id as usize).and_then(|p| p.take()) else {
+                    continue;
+                };
+                free_pending.push(d.id as usize);
+                let Some(c) = conns
+                    .get_mut(p.conn)
+                    .and_then(|c| c.as_mut())
+                    .filter(|c| c.gen == p.gen)
+                else {
+                    continue;
+                };
+                c.inflight -= 1;
+                let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error));
+                let mut msg = Vec::with_capacity(16 + d.len as usize);
+                msg.extend_from_slice(&header);
+                if let Some(data) = &d.data {
+                    msg.extend_from_slice(&data[d.data_offset..d.data_offset + d.len as usize]);
+                }
+                queue_reply(c, msg, p.conn, r);
+            }
+            // Close connections that are done.
+            for (i, slot) in conns.iter_mut().enumerate() {
+                let close = slot.as_ref().is_some_and(|c| {
+                    (c.closing || stopping) && c.inflight == 0 && c.out.is_empty()
+                });
+                if close {
+                    // Shut the socket down first: an armed poll holds a
+                    // reference that would otherwise keep it open.
+                    if let Some(c) = slot.take() {
+                        match &c.stream {
+                            Stream::Unix(s) => {
+                                let _ = s.shutdown(std::net::Shutdown::Both);
+                            }
+                            Stream::Tcp(s) => {
+                                let _ = s.shutdown(std::net::Shutdown::Both);
+                            }
+                        }
+                    }
+                    let _ = i;
+                }
+            }
+            if self.shutdown.flag.load(Ordering::SeqCst) && !stopping {
+                stopping = true;
+            }
+            if stopping && conns.iter().all(|c| c.is_none()) && vol.is_idle() {
+                break;
+            }
+            comps.clear();
+            r.wait(vol.next_deadline_ns(), &mut comps)?;
+            for c in comps.drain(..) {
+                if c.token == WAKE_TOKEN {
+                    let new: Vec<Stream> = std::mem::take(&mut *self.inbox.lock().expect("inbox"));
+                    for s in new {
+                        if stopping {
+                            continue;
+                        }
+                        self.stats.connections += 1;
+                        let conn = Conn {
+                            stream: s,
+                            gen: next_gen,
+                            rbuf: Vec::new(),
+                            rpos: 0,
+                            discard: 0,
+                            out: VecDeque::new(),
+                            out_pos: 0,
+                            inflight: 0,
+                            closing: false,
+                            read_armed: false,
+                            write_armed: false,
+                        };
+                        next_gen = next_gen.wrapping_add(1).max(1);
+                        let idx = match conns.iter().position(|c| c.is_none()) {
+                            Some(i) => {
+                                conns[i] = Some(conn);
+                                i
+                            }
+                            None => {
+                                conns.push(Some(conn));
+                                conns.len() - 1
+                            }
+                        };
+                        arm_read(conns[idx].as_mut().expect("conn"), idx, r);
+                    }
+                } else if c.token >= CALLER_TOKEN_BASE {
+                    let t = c.token - CALLER_TOKEN_BASE;
+                    let (idx, gen, writable) = ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1);
+                    let Some(conn) = conns
+                        .get_mut(idx)
+                        .and_then(|c| c.as_mut())
+                        .filter(|c| c.gen == gen)
+                    else {
+                        continue;
+                    };
+                    if writable {
+                        conn.write_armed = false;
+                        flush_out(conn, idx, r);
+                    } else {
+                        conn.read_armed = false;
+                        let mut ctx = Ctx {
+                            pending: &mut pending,
+                            free_pending: &mut free_pending,
+                            stats: &mut self.stats,
+                        };
+                        read_requests(conn, idx, vol, r, &mut ctx, stopping);
+                    }
+                } else {
+                    vol.on_completion(c, r);
+                }
+            }
+        }
+        vol.close()?;
+        if let Listen::Unix(p) = &self.listen {
+            let _ = std::fs::remove_file(p);
+        }
+        Ok(self.stats)
+    }
+}
+
+struct Ctx<'a> {
+    pending: &'a mut Vec<Option<Pending>>,
+    free_pending: &'a mut Vec<usize>,
+    stats: &'a mut ServerStats,
+}
+
+fn conn_token(idx: usize, gen: u32, writable: bool) -> u64 {
+    CALLER_TOKEN_BASE + ((idx as u64) << 33 | (gen as u64) << 1 | writable as u64)
+}
+
+fn arm_read(c: &mut Conn, idx: usize, r: &mut dyn Reactor) {
+    if !c.read_armed && !c.closing {
+        c.read_armed = true;
+        r.poll(c.stream.fd(), false, conn_token(idx, c.gen, false));
+    }
+}
+
+fn run_handshake(mut s: Stream, export: &Export, inbox: &Mutex<Vec<Stream>>, waker: &Waker) {
+    // A client that stalls in the handshake cannot hold a thread forever.
+    let _ = s.set_timeouts(Some(std::time::Duration::from_secs(30)));
+    match proto::handshake(&mut s, export) {
+        Ok(HandshakeEnd::Transmission) => {
+            if s.set_timeouts(None)
+                .and_then(|_| s.set_nonblocking(true))
+                .is_ok()
+            {
+                inbox.lock().expect("inbox").push(s);
+                waker.wake();
+            }
+        }
+        Ok(HandshakeEnd::Aborted) => {}
+        Err(e) => eprintln!("tiermux: handshake failed: {e}"),
+    }
+}
+
+fn queue_reply(c: &mut Conn, msg: Vec<u8>, idx: usize, r: &mut dyn Reactor) {
+    c.out.push_back(msg);
+    if !c.write_armed {
+        flush_out(c, idx, r);
+    }
+}
+
+/// Sends queued replies until the socket would block (then polls for
+/// writability) or the queue is empty.
+fn flush_out(c: &mut Conn, idx: usize, r: &mut dyn Reactor) {
+    while let Some(front) = c.out.front() {
+        match c.stream.write(&front[c.out_pos..]) {
+            Ok(n) => {
+                c.out_pos += n;
+                if c.out_pos == front.len() {
+                    c.out.pop_front();
+                    c.out_pos = 0;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                c.write_armed = true;
+                r.poll(c.stream.fd(), true, conn_token(idx, c.gen, true));
+                return;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                // The client is gone: drop what it will never read.
+                c.out.clear();
+                c.out_pos = 0;
+                c.closing = true;
+                return;
+            }
+        }
+    }
+}
+
+fn reply_now(c: &mut Conn, idx: usize, handle: u64, err: u32, r: &mut dyn Reactor) {
+    queue_reply(c, proto::simple_reply(handle, err).to_vec(), idx, r);
+}
+
+/// Reads what the socket has and starts every complete request.
+fn read_requests(
+    c: &mut Conn,
+    idx: usize,
+    vol: &mut Volume,
+    r: &mut dyn Reactor,
+    ctx: &mut Ctx<'_>,
+    stopping: bool,
+) {
+    // Compact the buffer, then read until the socket would block.
+    if c.rpos > 0 {
+        c.rbuf.drain(..c.rpos);
+        c.rpos = 0;
+    }
+    let mut eof = false;
+    loop {
+        let have = c.rbuf.len();
+        if have > 64 << 20 {
+            break; // enough to work on; the rest waits for the next poll
+        }
+        c.rbuf.resize(have + READ_CHUNK, 0);
+        match c.stream.read(&mut c.rbuf[have..]) {
+            Ok(0) => {
+                c.rbuf.truncate(have);
+                eof = true;
+                break;
+            }
+            Ok(n) => c.rbuf.truncate(have + n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                c.rbuf.truncate(have);
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => c.rbuf.truncate(have),
+            Err(_) => {
+                c.rbuf.truncate(have);
+                eof = true;
+                break;
+            }
+        }
+    }
+    loop {
+        if c.discard > 0 {
+            let skip = (c.discard as usize).min(c.rbuf.len() - c.rpos);
+            c.rpos += skip;
+            c.discard -= skip as u64;
+            if c.discard > 0 {
+                break;
+            }
+        }
+        if c.rbuf.len() - c.rpos < REQUEST_BYTES {
+            break;
+        }
+        let hb: [u8; REQUEST_BYTES] = c.rbuf[c.rpos..c.rpos + REQUEST_BYTES]
+            .try_into()
+            .expect("header");
+        let h = match proto::parse_request(&hb) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("tiermux: client broke the protocol ({e}); disconnecting");
+                ctx.stats.protocol_violations += 1;
+                c.closing = true;
+                c.rbuf.clear();
+                c.rpos = 0;
+                return;
+            }
+        };
+        if h.kind == proto::CMD_WRITE {
+            if h.length > MAX_REQUEST_BYTES {
+                c.rpos += REQUEST_BYTES;
+                c.discard = h.length as u64;
+                ctx.stats.bad_requests += 1;
+                eprintln!(
+                    "tiermux: write of {} bytes exceeds the {MAX_REQUEST_BYTES}-byte limit",
+                    h.length
+                );
+                reply_now(c, idx, h.handle, errno::EOVERFLOW, r);
+                continue;
+            }
+            if c.rbuf.len() - c.rpos < REQUEST_BYTES + h.length as usize {
+                break; // wait for the payload
+            }
+        }
+        c.rpos += REQUEST_BYTES;
+        let payload = if h.kind == proto::CMD_WRITE {
+            let p = c.rbuf[c.rpos..c.rpos + h.length as usize].to_vec();
+            c.rpos += h.length as usize;
+            Some(p)
+        } else {
+            None
+        };
+        if stopping {
+            reply_now(c, idx, h.handle, errno::ESHUTDOWN, r);
+            continue;
+        }
+        start_request(c, idx, h, payload, vol, r, ctx);
+        if c.closing {
+            break;
+        }
+    }
+    if eof {
+        c.closing = true;
+    } else {
+        arm_read(c, idx, r);
+    }
+}
+
+fn start_request(
+    c: &mut Conn,
+    idx: usize,
+    h: RequestHeader,
+    payload: Option<Vec<u8>>,
+    vol: &mut Volume,
+    r: &mut dyn Reactor,
+    ctx: &mut Ctx<'_>,
+) {
+    let fua = h.flags & proto::CMD_FLAG_FUA != 0;
+    let allowed = match h.kind {
+        proto::CMD_WRITE => proto::CMD_FLAG_FUA,
+        proto::CMD_WRITE_ZEROES => proto::CMD_FLAG_FUA | proto::CMD_FLAG_NO_HOLE | (1 << 4),
+        _ => 0,
+    };
+    let bad = |c: &mut Conn, ctx: &mut Ctx<'_>, err: u32, why: String, r: &mut dyn Reactor| {
+        ctx.stats.bad_requests += 1;
+        eprintln!("tiermux: bad request (handle {:#x}): {why}", h.handle);
+        reply_now(c, idx, h.handle, err, r);
+    };
+    if h.flags & !allowed != 0 {
+        return bad(
+            c,
+            ctx,
+            errno::EINVAL,
+            format!("flags {:#x} not valid for command {}", h.flags, h.kind),
+            r,
+        );
+    }
+    let req = match h.kind {
+        proto::CMD_READ => Request::Read {
+            offset: h.offset,
+            len: h.length,
+        },
+        proto::CMD_WRITE => Request::Write {
+            offset: h.offset,
+            data: payload.unwrap_or_default(),
+            fua,
+        },
+        proto::CMD_WRITE_ZEROES => Request::WriteZeroes {
+            offset: h.offset,
+            len: h.length,
+            fua,
+        },
+        proto::CMD_FLUSH => Request::Flush,
+        proto::CMD_TRIM => Request::Trim {
+            offset: h.offset,
+            len: h.length,
+        },
+        proto::CMD_DISC => {
+            c.closing = true;
+            return;
+        }
+        other => return bad(c, ctx, errno::EINVAL, format!("unknown command {other}"), r),
+    };
+    if !matches!(req, Request::Flush) {
+        if let Err(e) = vol.check_range(h.offset, h.length as u64) {
+            return bad(
+                c,
+                ctx,
+                proto::protocol_errno(e),
+                format!(
+                    "offset {} length {} outside the {}-byte export or too large",
+                    h.offset,
+                    h.length,
+                    vol.size_bytes()
+                ),
+                r,
+            );
+        }
+    }
+    let id = match ctx.free_pending.pop() {
+        Some(i) => i,
+        None => {
+            ctx.pending.push(None);
+            ctx.pending.len() - 1
+        }
+    };
+    ctx.pending[id] = Some(Pending {
+        conn: idx,
+        gen: c.gen,
+        handle: h.handle,
+    });
+    c.inflight += 1;
+    vol.submit(id as u64, req, r);
+}

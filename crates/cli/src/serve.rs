@@ -82,9 +82,30 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
     std::io::stdout().flush().ok();
     let stats = server.run(&mut vol, reactor.as_mut())?;
     let st = vol.stats();
+    let (records, checkpoints) = vol.metadata_counters();
+    let per_device: Vec<String> = vol
+        .devices()
+        .iter()
+        .map(|d| {
+            format!(
+                "{} read {} MiB, wrote {} MiB",
+                d.name,
+                d.counters.read_bytes >> 20,
+                d.counters.write_bytes >> 20
+            )
+        })
+        .collect();
     eprintln!(
-        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations); read hits {} misses {}; metadata checkpointed",
-        st.requests, stats.connections, stats.bad_requests, stats.protocol_violations, st.read_hits, st.read_misses
+        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit)",
+        st.requests,
+        stats.connections,
+        stats.bad_requests,
+        stats.protocol_violations,
+        st.read_hits,
+        st.read_misses,
+        per_device.join(", "),
+        records,
+        checkpoints
     );
     Ok(())
 }

@@ -57,13 +57,10 @@ pub struct Acked {
 /// did to the map, with the entries before and after.
 #[derive(Clone, Debug)]
 pub struct Decided {
-    /// The plan whose decision made the changes (its operations are not yet
+    /// The block a decision was about (its plan's operations are not yet
     /// performed), or `None` for changes made without I/O (ticks, finished
     /// jobs, warming).
-    pub flight: Option<u32>,
-    /// The block the decision was about (its own block); `u64::MAX` when
-    /// `flight` is `None`.
-    pub block: u64,
+    pub block: Option<u64>,
     /// Devices the plan writes (bit per device).
     pub written_devices: u8,
     /// Every changed block with its entry before and after the change.
@@ -74,8 +71,6 @@ pub struct Decided {
 /// tracking is on.
 #[derive(Clone, Copy, Debug)]
 pub struct Finished {
-    /// The plan.
-    pub flight: u32,
     /// The client access's tag, or [`NO_TAG`] for a background job.
     pub tag: u64,
     /// The plan's own block.
@@ -246,7 +241,7 @@ impl Dispatcher {
         self.events.pop_front()
     }
 
-    fn note_changes(&mut self, flight: Option<u32>, block: u64, written_devices: u8) {
+    fn note_changes(&mut self, block: Option<u64>, written_devices: u8) {
         if !self.tracking {
             return;
         }
@@ -262,7 +257,6 @@ impl Dispatcher {
             .collect::<Vec<_>>();
         if !changes.is_empty() {
             self.events.push_back(MapEvent::Decided(Decided {
-                flight,
                 block,
                 written_devices,
                 changes,
@@ -298,7 +292,7 @@ impl Dispatcher {
     /// Pre-places `block` without I/O (see [`Policy::warm`]).
     pub fn warm(&mut self, block: u64) -> bool {
         let placed = self.policy.warm(block, &mut self.map);
-        self.note_changes(None, u64::MAX, 0);
+        self.note_changes(None, 0);
         placed
     }
 
@@ -323,7 +317,7 @@ impl Dispatcher {
             jobs: &mut self.jobs,
         };
         self.policy.on_tick(obs, &mut ctx);
-        self.note_changes(None, u64::MAX, 0);
+        self.note_changes(None, 0);
         self.incoming.extend(self.jobs.drain(..).map(Work::Job));
         self.pump();
     }
@@ -449,12 +443,7 @@ impl Dispatcher {
                 .iter()
                 .filter(|io| io.dir == Op::Write)
                 .fold(0u8, |m, io| m | 1 << io.device);
-            let next_flight = self
-                .free_flights
-                .last()
-                .copied()
-                .unwrap_or(self.flights.len() as u32);
-            self.note_changes(Some(next_flight), block, written);
+            self.note_changes(Some(block), written);
         }
         debug_assert!(self
             .plan
@@ -525,14 +514,13 @@ impl Dispatcher {
                 jobs: &mut self.jobs,
             };
             self.policy.finish_job(job, &mut ctx);
-            self.note_changes(None, u64::MAX, 0);
+            self.note_changes(None, 0);
             self.incoming.extend(self.jobs.drain(..).map(Work::Job));
         }
         self.free_flights.push(fid);
         let block = work.block();
         if self.tracking {
             self.events.push_back(MapEvent::Finished(Finished {
-                flight: fid,
                 tag: work.tag(),
                 block,
                 entry: self.map.get(block),

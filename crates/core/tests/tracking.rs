@@ -156,19 +156,18 @@ impl World {
 fn check_events(d: &mut Dispatcher) {
     while let Some(ev) = d.pop_event() {
         if let MapEvent::Decided(dec) = ev {
-            if dec.flight.is_none() {
+            let Some(own) = dec.block else {
                 continue;
-            }
+            };
             for (b, old, new) in &dec.changes {
-                if *b == dec.block {
+                if *b == own {
                     continue;
                 }
                 let valid = |e: &tiermux_core::Entry| e.present & !e.stale;
                 assert_eq!(
                     valid(new) & !valid(old),
                     0,
-                    "decision on block {} added a copy of block {b}: {old:?} -> {new:?}",
-                    dec.block
+                    "decision on block {own} added a copy of block {b}: {old:?} -> {new:?}"
                 );
             }
         }

@@ -43,8 +43,6 @@ pub struct DeviceCounters {
     pub read_bytes: u64,
     /// Bytes written.
     pub write_bytes: u64,
-    /// Operations that failed.
-    pub errors: u64,
 }
 
 /// An opened device.
@@ -182,8 +180,8 @@ impl Device {
         }
     }
 
-    /// Notes a completion of `bytes` (an error when `ok` is false).
-    pub fn completed(&mut self, dir: Op, bytes: u64, ok: bool) {
+    /// Notes a completion of `bytes`.
+    pub fn completed(&mut self, dir: Op, bytes: u64) {
         match dir {
             Op::Read => {
                 self.inflight.0 -= 1;
@@ -195,9 +193,6 @@ impl Device {
                 self.counters.write_ops += 1;
                 self.counters.write_bytes += bytes;
             }
-        }
-        if !ok {
-            self.counters.errors += 1;
         }
         if let Some(m) = &mut self.emulation {
             m.complete(dir);

@@ -16,7 +16,8 @@
 //! The engine decides *when* a record is written (see `volume.rs` and
 //! `ARCHITECTURE.md`); this module makes the records durable against a
 //! process crash as soon as [`Metadata::commit`] returns (they are in the
-//! kernel's page cache) and against power loss after [`Metadata::sync`].
+//! kernel's page cache) and against power loss after an `fdatasync` of
+//! [`Metadata::journal_fd`] (which `FLUSH` and FUA requests issue).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -296,11 +297,6 @@ impl Metadata {
         self.next_seq += 1;
     }
 
-    /// True when records are queued but not committed.
-    pub fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
     /// Writes queued records to the journal (one `pwrite`). When it returns,
     /// they survive a crash of this process. Starts a checkpoint when the
     /// journal generation is long.
@@ -327,13 +323,6 @@ impl Metadata {
     pub fn journal_fd(&self) -> std::os::fd::RawFd {
         use std::os::fd::AsRawFd;
         self.journal.as_raw_fd()
-    }
-
-    /// Makes committed records durable against power loss.
-    pub fn sync(&self) -> Result<(), MetaError> {
-        self.journal
-            .sync_data()
-            .map_err(io_err(&journal_path(&self.dir, self.generation)))
     }
 
     fn finish_checkpoint(&mut self, wait: bool) -> Result<(), MetaError> {

@@ -15,6 +15,7 @@ pub mod config;
 pub mod device;
 pub mod journal;
 pub mod reactor;
+pub mod slab;
 pub mod volume;
 
 pub use config::VolumeConfig;

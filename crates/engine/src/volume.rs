@@ -20,7 +20,6 @@
 //! committed the journal, which gives the first rule without extra waits.
 
 use std::collections::VecDeque;
-use std::path::Path;
 
 use tiermux_core::dispatch::{MapEvent, NO_TAG};
 use tiermux_core::policy::{DeviceSpec, VolumeSpec};
@@ -31,6 +30,7 @@ use crate::config::VolumeConfig;
 use crate::device::Device;
 use crate::journal::{Metadata, Recovery, VolumeShape};
 use crate::reactor::{now_ns, Completion, Reactor};
+use crate::slab::Slab;
 
 /// Largest request the volume accepts, bytes.
 pub const MAX_REQUEST_BYTES: u32 = 32 << 20;
@@ -154,7 +154,6 @@ struct DevOp {
     index: u8,
     device: u8,
     dir: Op,
-    purpose: usize,
     /// Pool buffer read into or written from; `None` for client writes.
     buf: Option<u32>,
     tag: u64,
@@ -190,46 +189,6 @@ impl BufPool {
         if *r == 0 {
             self.free.push(id);
         }
-    }
-}
-
-/// Slab of values with stable indices.
-struct Slab<T> {
-    items: Vec<Option<T>>,
-    free: Vec<usize>,
-}
-
-impl<T> Slab<T> {
-    fn new() -> Self {
-        Slab {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-    fn insert(&mut self, v: T) -> usize {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i] = Some(v);
-                i
-            }
-            None => {
-                self.items.push(Some(v));
-                self.items.len() - 1
-            }
-        }
-    }
-    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.items.get_mut(i).and_then(|x| x.as_mut())
-    }
-    fn remove(&mut self, i: usize) -> Option<T> {
-        let v = self.items.get_mut(i).and_then(|x| x.take());
-        if v.is_some() {
-            self.free.push(i);
-        }
-        v
-    }
-    fn len(&self) -> usize {
-        self.items.len() - self.free.len()
     }
 }
 
@@ -408,14 +367,9 @@ impl Volume {
         self.stats
     }
 
-    /// Requests in flight.
-    pub fn requests_in_flight(&self) -> usize {
-        self.reqs.len()
-    }
-
     /// True when no request, device operation or background job is in flight.
     pub fn is_idle(&self) -> bool {
-        self.reqs.len() == 0 && self.ops.len() == 0 && self.dispatcher.is_idle()
+        self.reqs.is_empty() && self.ops.is_empty() && self.dispatcher.is_idle()
     }
 
     /// When the loop must call [`Volume::on_time`] next (policy ticks).
@@ -439,21 +393,20 @@ impl Volume {
     pub fn submit(&mut self, id: u64, req: Request, r: &mut dyn Reactor) {
         let now = now_ns();
         let bs = self.cfg.block_size as u64;
-        let (op, offset, len, data, fua, zero, flush) = match req {
-            Request::Read { offset, len } => (Op::Read, offset, len, None, false, false, false),
+        // Write-zeroes has no data: the request buffer starts zeroed.
+        let (op, offset, len, data, fua, flush) = match req {
+            Request::Read { offset, len } => (Op::Read, offset, len, None, false, false),
             Request::Write { offset, data, fua } => {
                 let len = data.len().min(u32::MAX as usize) as u32;
-                (Op::Write, offset, len, Some(data), fua, false, false)
+                (Op::Write, offset, len, Some(data), fua, false)
             }
-            Request::WriteZeroes { offset, len, fua } => {
-                (Op::Write, offset, len, None, fua, true, false)
-            }
+            Request::WriteZeroes { offset, len, fua } => (Op::Write, offset, len, None, fua, false),
             Request::Trim { offset, len } => {
                 let error = self.check_range(offset, len as u64).err().unwrap_or(0);
                 self.finish_now(id, Op::Write, error, now);
                 return;
             }
-            Request::Flush => (Op::Write, 0, 0, None, true, false, true),
+            Request::Flush => (Op::Write, 0, 0, None, true, true),
         };
         if !flush {
             if let Err(errno) = self.check_range(offset, len as u64) {
@@ -477,8 +430,6 @@ impl Volume {
             let start = (offset - first_block * bs) as usize;
             if let Some(d) = &data {
                 buf[start..start + d.len()].copy_from_slice(d);
-            } else {
-                debug_assert!(zero);
             }
             if offset % bs != 0 {
                 rmw_blocks[0] = Some(first_block);
@@ -627,17 +578,17 @@ impl Volume {
 
     fn on_map_event(&mut self, ev: MapEvent) {
         match ev {
-            MapEvent::Decided(d) => match d.flight {
-                Some(_) => {
+            MapEvent::Decided(d) => match d.block {
+                Some(own) => {
                     for (b, old, new) in d.changes {
-                        if b == d.block {
+                        if b == own {
                             let pre = pre_entry(old, new, d.written_devices, self.home);
                             self.meta.record(b, pre);
                         } else {
                             let (pre, grew) = reduction(old, new, self.home);
                             if grew {
                                 self.stats.contract_violations += 1;
-                                eprintln!("tiermux: policy '{}' added a copy of block {b} while deciding block {}; not persisted until that block is written again", self.dispatcher.policy().name(), d.block);
+                                eprintln!("tiermux: policy '{}' added a copy of block {b} while deciding block {own}; not persisted until that block is written again", self.dispatcher.policy().name());
                             }
                             self.meta.record(b, pre);
                         }
@@ -706,7 +657,6 @@ impl Volume {
             index: ready.index,
             device: io.device,
             dir: io.dir,
-            purpose: io.purpose.index(),
             buf,
             tag: ready.tag,
             submitted_ns: now,
@@ -812,7 +762,7 @@ impl Volume {
         let op = self.ops.remove(slot).expect("device op");
         let bs = self.cfg.block_size as u64;
         let ok = op.result == bs as i32;
-        self.devices[op.device as usize].completed(op.dir, bs, ok);
+        self.devices[op.device as usize].completed(op.dir, bs);
         self.obs
             .device_op(op.device as usize, op.dir, bs, now - op.submitted_ns);
         if !ok {
@@ -834,7 +784,6 @@ impl Volume {
                 }
             }
         }
-        let _ = op.purpose;
         let payload = if op.dir == Op::Read {
             op.buf.unwrap_or(0) as u64
         } else {
@@ -943,17 +892,6 @@ impl Volume {
     /// Metadata records written and checkpoints taken since opening.
     pub fn metadata_counters(&self) -> (u64, u64) {
         (self.meta.records_written, self.meta.checkpoints)
-    }
-
-    /// Blocks with a non-default durable placement.
-    pub fn metadata_entries(&self) -> usize {
-        self.meta.len()
-    }
-
-    /// Opens a volume from a config file and data directory (for tools).
-    pub fn open_path(config: &Path, data_dir: &Path) -> anyhow::Result<Volume> {
-        let cfg = VolumeConfig::load(config, data_dir)?;
-        Ok(Volume::open(&cfg)?)
     }
 }
 

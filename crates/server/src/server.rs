@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use tiermux_engine::config::Listen;
 use tiermux_engine::reactor::{Completion, Reactor, Waker, WAKE_TOKEN};
+use tiermux_engine::slab::Slab;
 use tiermux_engine::volume::{Done, Request, CALLER_TOKEN_BASE, MAX_REQUEST_BYTES};
 use tiermux_engine::Volume;
 
@@ -173,40 +174,49 @@ impl Server {
             let waker = waker.clone();
             std::thread::spawn(move || run_handshake(s, &export, &inbox, &waker));
         };
+        // One accept loop per listener; `wrap` turns its sockets into
+        // `Stream`s.
+        fn accept_loop<S: Send + 'static>(
+            incoming: impl Iterator<Item = io::Result<S>> + Send + 'static,
+            wrap: fn(S) -> Stream,
+            flag: Arc<AtomicBool>,
+            accept: impl Fn(Stream) + Send + 'static,
+        ) {
+            std::thread::spawn(move || {
+                for s in incoming {
+                    if flag.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    match s {
+                        Ok(s) => accept(wrap(s)),
+                        Err(e) => eprintln!("tiermux: accept: {e}"),
+                    }
+                }
+            });
+        }
         match &self.listen {
             Listen::Unix(path) => {
                 if path.exists() {
                     std::fs::remove_file(path)?;
                 }
                 let l = UnixListener::bind(path)?;
-                let shown = format!("unix:{}", path.display());
-                std::thread::spawn(move || {
-                    for s in l.incoming() {
-                        if flag.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        match s {
-                            Ok(s) => accept(Stream::Unix(s)),
-                            Err(e) => eprintln!("tiermux: accept: {e}"),
-                        }
-                    }
-                });
-                Ok(shown)
+                accept_loop(
+                    std::iter::repeat_with(move || l.accept().map(|(s, _)| s)),
+                    Stream::Unix,
+                    flag,
+                    accept,
+                );
+                Ok(format!("unix:{}", path.display()))
             }
             Listen::Tcp(addr) => {
                 let l = TcpListener::bind(addr)?;
                 let shown = format!("tcp:{}", l.local_addr()?);
-                std::thread::spawn(move || {
-                    for s in l.incoming() {
-                        if flag.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        match s {
-                            Ok(s) => accept(Stream::Tcp(s)),
-                            Err(e) => eprintln!("tiermux: accept: {e}"),
-                        }
-                    }
-                });
+                accept_loop(
+                    std::iter::repeat_with(move || l.accept().map(|(s, _)| s)),
+                    Stream::Tcp,
+                    flag,
+                    accept,
+                );
                 Ok(shown)
             }
         }
@@ -216,8 +226,7 @@ impl Server {
     /// connections and checkpoints the volume.
     pub fn run(&mut self, vol: &mut Volume, r: &mut dyn Reactor) -> anyhow::Result<ServerStats> {
         let mut conns: Vec<Option<Conn>> = Vec::new();
-        let mut pending: Vec<Option<Pending>> = Vec::new();
-        let mut free_pending: Vec<usize> = Vec::new();
+        let mut pending: Slab<Pending> = Slab::new();
         let mut next_gen = 1u32;
         let mut done: Vec<Done> = Vec::new();
         let mut comps: Vec<Completion> = Vec::new();
@@ -226,10 +235,9 @@ impl Server {
             vol.on_time(r);
             vol.end_batch(r, &mut done)?;
             for d in done.drain(..) {
-                let Some(p) = pending.get_mut(d.id as usize).and_then(|p| p.take()) else {
+                let Some(p) = pending.remove(d.id as usize) else {
                     continue;
                 };
-                free_pending.push(d.id as usize);
                 let Some(c) = conns
                     .get_mut(p.conn)
                     .and_then(|c| c.as_mut())
@@ -247,7 +255,7 @@ impl Server {
                 queue_reply(c, msg, p.conn, r);
             }
             // Close connections that are done.
-            for (i, slot) in conns.iter_mut().enumerate() {
+            for slot in conns.iter_mut() {
                 let close = slot.as_ref().is_some_and(|c| {
                     (c.closing || stopping) && c.inflight == 0 && c.out.is_empty()
                 });
@@ -264,7 +272,6 @@ impl Server {
                             }
                         }
                     }
-                    let _ = i;
                 }
             }
             if self.shutdown.flag.load(Ordering::SeqCst) && !stopping {
@@ -326,7 +333,6 @@ impl Server {
                         conn.read_armed = false;
                         let mut ctx = Ctx {
                             pending: &mut pending,
-                            free_pending: &mut free_pending,
                             stats: &mut self.stats,
                         };
                         read_requests(conn, idx, vol, r, &mut ctx, stopping);
@@ -345,8 +351,7 @@ impl Server {
 }
 
 struct Ctx<'a> {
-    pending: &'a mut Vec<Option<Pending>>,
-    free_pending: &'a mut Vec<usize>,
+    pending: &'a mut Slab<Pending>,
     stats: &'a mut ServerStats,
 }
 
@@ -596,14 +601,7 @@ fn start_request(
             );
         }
     }
-    let id = match ctx.free_pending.pop() {
-        Some(i) => i,
-        None => {
-            ctx.pending.push(None);
-            ctx.pending.len() - 1
-        }
-    };
-    ctx.pending[id] = Some(Pending {
+    let id = ctx.pending.insert(Pending {
         conn: idx,
         gen: c.gen,
         handle: h.handle,

@@ -6,7 +6,7 @@
 //! timers use one absolute CLOCK_MONOTONIC timerfd armed for the earliest
 //! deadline. The loop blocks in `epoll_wait`.
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Condvar, Mutex};
@@ -58,7 +58,7 @@ pub struct ThreadReactor {
     armed_ns: Option<u64>,
     /// Tokens of one-shot polls by file descriptor: (readable, writable).
     polls: HashMap<RawFd, (Option<u64>, Option<u64>)>,
-    registered: HashMap<RawFd, bool>,
+    registered: HashSet<RawFd>,
 }
 
 fn run_job(job: &Job) -> i32 {
@@ -153,7 +153,7 @@ impl ThreadReactor {
             timers: BinaryHeap::new(),
             armed_ns: None,
             polls: HashMap::new(),
-            registered: HashMap::new(),
+            registered: HashSet::new(),
         })
     }
 
@@ -199,14 +199,14 @@ impl ThreadReactor {
         // outstanding.
         let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
         let data = epoll::EventData::new_u64(fd as u64);
-        if self.registered.contains_key(&fd) {
+        if self.registered.contains(&fd) {
             match epoll::modify(&self.epoll, bfd, data, flags) {
                 Err(rustix::io::Errno::NOENT) => epoll::add(&self.epoll, bfd, data, flags)?,
                 other => other?,
             }
         } else {
             epoll::add(&self.epoll, bfd, data, flags)?;
-            self.registered.insert(fd, true);
+            self.registered.insert(fd);
         }
         Ok(())
     }

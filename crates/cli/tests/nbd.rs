@@ -197,6 +197,9 @@ fn real_clients_read_what_they_wrote() {
             "write -P 0xab 0 2M",
             "write -P 0x5c 1000 3000",
             "write -P 0x17 40M 1M",
+            // The largest request, far larger than a connection's receive
+            // buffer.
+            "write -P 0x6e 8M 32M",
             "flush",
         ],
     );
@@ -207,6 +210,7 @@ fn real_clients_read_what_they_wrote() {
             "read -P 0x5c 1000 3000",
             "read -P 0xab 4000 100k",
             "read -P 0x17 40M 1M",
+            "read -P 0x6e 8M 32M",
         ],
     );
     // Across a clean restart and across kill -9.
@@ -222,7 +226,14 @@ fn real_clients_read_what_they_wrote() {
     );
     s.kill9();
     let s = Served::start(&dir);
-    qio(&s, &["read -P 0xab 4000 100k", "read -P 0x33 8M 512k"]);
+    qio(
+        &s,
+        &[
+            "read -P 0xab 4000 100k",
+            "read -P 0x33 8M 512k",
+            "read -P 0x6e 8704k 32256k",
+        ],
+    );
     // nbdcopy round trip of a random image.
     let img = dir.join("img.bin");
     let mut rng = Rng::new(4);
@@ -238,7 +249,8 @@ fn real_clients_read_what_they_wrote() {
         "nbdcopy round trip differs"
     );
     // fio: mixed random reads and writes with verification.
-    let out = run(Command::new("fio").args([
+    // fio writes its verify state file to its working directory.
+    let out = run(Command::new("fio").current_dir(&dir).args([
         "--name=verify",
         "--ioengine=nbd",
         &format!("--uri={}", s.uri()),

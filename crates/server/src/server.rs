@@ -112,8 +112,11 @@ pub struct ServerStats {
 struct Conn {
     stream: Stream,
     gen: u32,
+    /// Receive buffer; `rbuf[rpos..rend]` is received and not yet parsed.
+    /// Its length only grows when one request does not fit.
     rbuf: Vec<u8>,
     rpos: usize,
+    rend: usize,
     /// Payload bytes of an oversized write still to skip.
     discard: u64,
     out: VecDeque<Vec<u8>>,
@@ -139,6 +142,7 @@ pub struct Server {
     stats: ServerStats,
 }
 
+/// Receive buffer per connection; it grows only to hold one larger request.
 const READ_CHUNK: usize = 256 << 10;
 
 impl Server {
@@ -293,8 +297,9 @@ impl Server {
                         let conn = Conn {
                             stream: s,
                             gen: next_gen,
-                            rbuf: Vec::new(),
+                            rbuf: vec![0; READ_CHUNK],
                             rpos: 0,
+                            rend: 0,
                             discard: 0,
                             out: VecDeque::new(),
                             out_pos: 0,
@@ -433,32 +438,37 @@ fn read_requests(
     ctx: &mut Ctx<'_>,
     stopping: bool,
 ) {
-    // Compact the buffer, then read until the socket would block.
+    // Compact the buffer, then read until the socket would block or a
+    // short read shows that it is drained (the re-armed poll catches
+    // anything that arrives after).
     if c.rpos > 0 {
-        c.rbuf.drain(..c.rpos);
+        c.rbuf.copy_within(c.rpos..c.rend, 0);
+        c.rend -= c.rpos;
         c.rpos = 0;
+    }
+    if c.rend == 0 && c.rbuf.len() > 4 * READ_CHUNK {
+        // A large write grew the buffer; give the memory back.
+        c.rbuf = vec![0; READ_CHUNK];
     }
     let mut eof = false;
     loop {
-        let have = c.rbuf.len();
-        if have > 64 << 20 {
-            break; // enough to work on; the rest waits for the next poll
+        if c.rend == c.rbuf.len() {
+            break; // parse this much; the re-armed poll fires for the rest
         }
-        c.rbuf.resize(have + READ_CHUNK, 0);
-        match c.stream.read(&mut c.rbuf[have..]) {
+        match c.stream.read(&mut c.rbuf[c.rend..]) {
             Ok(0) => {
-                c.rbuf.truncate(have);
                 eof = true;
                 break;
             }
-            Ok(n) => c.rbuf.truncate(have + n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                c.rbuf.truncate(have);
-                break;
+            Ok(n) => {
+                c.rend += n;
+                if c.rend < c.rbuf.len() {
+                    break;
+                }
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => c.rbuf.truncate(have),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => {
-                c.rbuf.truncate(have);
                 eof = true;
                 break;
             }
@@ -466,14 +476,14 @@ fn read_requests(
     }
     loop {
         if c.discard > 0 {
-            let skip = (c.discard as usize).min(c.rbuf.len() - c.rpos);
+            let skip = (c.discard as usize).min(c.rend - c.rpos);
             c.rpos += skip;
             c.discard -= skip as u64;
             if c.discard > 0 {
                 break;
             }
         }
-        if c.rbuf.len() - c.rpos < REQUEST_BYTES {
+        if c.rend - c.rpos < REQUEST_BYTES {
             break;
         }
         let hb: [u8; REQUEST_BYTES] = c.rbuf[c.rpos..c.rpos + REQUEST_BYTES]
@@ -485,8 +495,8 @@ fn read_requests(
                 eprintln!("tiermux: client broke the protocol ({e}); disconnecting");
                 ctx.stats.protocol_violations += 1;
                 c.closing = true;
-                c.rbuf.clear();
                 c.rpos = 0;
+                c.rend = 0;
                 return;
             }
         };
@@ -502,8 +512,16 @@ fn read_requests(
                 reply_now(c, idx, h.handle, errno::EOVERFLOW, r);
                 continue;
             }
-            if c.rbuf.len() - c.rpos < REQUEST_BYTES + h.length as usize {
-                break; // wait for the payload
+            let need = REQUEST_BYTES + h.length as usize;
+            if c.rend - c.rpos < need {
+                // Wait for the payload, with room for all of it.
+                if c.rbuf.len() - c.rpos < need {
+                    c.rbuf.copy_within(c.rpos..c.rend, 0);
+                    c.rend -= c.rpos;
+                    c.rpos = 0;
+                    c.rbuf.resize(need.max(c.rbuf.len()), 0);
+                }
+                break;
             }
         }
         c.rpos += REQUEST_BYTES;

@@ -49,11 +49,16 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
         .iter()
         .map(|d| {
             format!(
-                "{} ({}, {} MiB{}{})",
+                "{} ({}, {} MiB{}{}{})",
                 d.name,
                 d.path.display(),
                 d.size_bytes >> 20,
                 if d.direct { ", O_DIRECT" } else { "" },
+                if d.memory_backed {
+                    ", in memory: I/O inline"
+                } else {
+                    ""
+                },
                 d.profile_name
                     .as_ref()
                     .map(|p| format!(", emulated {p}"))

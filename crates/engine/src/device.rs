@@ -54,6 +54,9 @@ pub struct Device {
     file: File,
     /// Whether O_DIRECT is in effect.
     pub direct: bool,
+    /// Whether the file lives in memory (tmpfs or ramfs), where the loop
+    /// serves its I/O inline ([`crate::reactor::Reactor::serve_inline`]).
+    pub memory_backed: bool,
     /// Usable bytes.
     pub size_bytes: u64,
     /// Timing model when the device is emulated.
@@ -136,6 +139,11 @@ impl Device {
             file.set_len(size_bytes)
                 .map_err(|e| err(format!("cannot extend to {size_bytes} bytes: {e}")))?;
         }
+        let memory_backed = rustix::fs::fstatfs(&file).is_ok_and(|st| {
+            const TMPFS_MAGIC: u64 = 0x0102_1994;
+            const RAMFS_MAGIC: u64 = 0x8584_58f6;
+            matches!(st.f_type as u64, TMPFS_MAGIC | RAMFS_MAGIC)
+        });
         let emulation = match profile {
             Some(p) => Some(SimDevice::new(
                 p.model().map_err(|e| err(format!("profile: {e}")))?,
@@ -147,6 +155,7 @@ impl Device {
             path: path.to_path_buf(),
             file,
             direct,
+            memory_backed,
             size_bytes,
             emulation,
             profile_name: profile.map(|p| p.name.clone()),
@@ -210,6 +219,7 @@ mod tests {
         let path = dir.join("sub/dev.img");
         let d = Device::open("fast", &path, 1 << 20, true, None).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
+        assert_eq!(d.memory_backed, dir.starts_with("/dev/shm"));
         drop(d);
         Device::open("fast", &path, 4096, false, None).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);

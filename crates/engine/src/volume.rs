@@ -652,6 +652,9 @@ impl Volume {
         let dev = &mut self.devices[io.device as usize];
         let deadline_ns = dev.submitted(now, io.dir, bs as u64, io.addr, io.purpose.index());
         let fd = dev.fd();
+        if dev.memory_backed {
+            r.serve_inline(fd);
+        }
         let slot = self.ops.insert(DevOp {
             flight: ready.flight,
             index: ready.index,

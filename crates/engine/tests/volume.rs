@@ -21,8 +21,12 @@ use tiermux_engine::{Done, Request, Volume, VolumeConfig};
 const VOL_BYTES: usize = 4 << 20;
 const BS: usize = 4096;
 
-fn data_dir(tag: &str) -> PathBuf {
-    let base = if Path::new("/dev/shm").is_dir() {
+/// A fresh directory for a test's devices: in memory (tmpfs, where the
+/// reactor runs device I/O inline) when `memory`, else in the temporary
+/// directory (usually a disk filesystem, where I/O is asynchronous and
+/// completes out of order).
+fn data_dir(tag: &str, memory: bool) -> PathBuf {
+    let base = if memory && Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
         std::env::temp_dir()
@@ -115,10 +119,18 @@ struct InFlight {
     data: Vec<u8>,
 }
 
-/// Runs `ops` random requests with restarts; returns (reads checked, bytes
-/// checked).
-fn run(tag: &str, policy: &str, extra: &str, seed: u64, ops: usize, crash: bool) -> (u64, u64) {
-    let dir = data_dir(tag);
+/// Runs `ops` random requests with restarts (crashes when `crash`) on
+/// devices in memory when `memory`; returns (reads checked, bytes checked).
+fn run(
+    tag: &str,
+    policy: &str,
+    extra: &str,
+    seed: u64,
+    ops: usize,
+    crash: bool,
+    memory: bool,
+) -> (u64, u64) {
+    let dir = data_dir(tag, memory);
     let cfg = config(&dir, policy, extra);
     let mut rng = Rng::new(seed);
     let mut model: Vec<Option<u8>> = vec![Some(0); VOL_BYTES];
@@ -313,6 +325,7 @@ fn reads_return_the_last_acknowledged_write_across_restarts() {
             11 + i as u64,
             3000,
             false,
+            i % 2 == 0,
         );
         assert!(
             reads > 1000 && bytes > 1_000_000,
@@ -332,6 +345,7 @@ fn acknowledged_writes_survive_crashes() {
                 100 + seed + i as u64 * 7,
                 3000,
                 true,
+                seed == 1,
             );
             assert!(
                 reads > 1000 && bytes > 500_000,
@@ -343,7 +357,7 @@ fn acknowledged_writes_survive_crashes() {
 
 #[test]
 fn a_warm_cache_restarts_warm() {
-    let dir = data_dir("warm");
+    let dir = data_dir("warm", true);
     let cfg = config(&dir, "classic", "write_mode = \"wb\"");
     let mut h = Harness::open(&cfg, true);
     // Fill the first 32 blocks: read misses admit them.
@@ -384,7 +398,7 @@ fn a_warm_cache_restarts_warm() {
 
 #[test]
 fn out_of_range_requests_get_errors() {
-    let dir = data_dir("range");
+    let dir = data_dir("range", false);
     let cfg = config(&dir, "passthrough", "");
     let mut h = Harness::open(&cfg, true);
     let size = VOL_BYTES as u64;

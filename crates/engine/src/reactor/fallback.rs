@@ -14,25 +14,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use rustix::event::epoll;
 use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
 
-use super::{new_eventfd, now_ns, Completion, Reactor, Waker, WAKE_TOKEN};
+use super::{
+    new_eventfd, now_ns, run_job, Completion, FileJob as Job, FileOp, InlineFiles, Reactor, Waker,
+    WAKE_TOKEN,
+};
 
 const EV_WAKE: u64 = u64::MAX;
 const EV_TIMER: u64 = u64::MAX - 1;
 /// Internal token of the timer that bounds a `wait` with a deadline.
 const DEADLINE_TOKEN: u64 = u64::MAX - 2;
-
-#[derive(Clone, Copy)]
-enum FileOp {
-    Read { ptr: usize, len: u32, offset: u64 },
-    Write { ptr: usize, len: u32, offset: u64 },
-    Sync,
-}
-
-struct Job {
-    fd: RawFd,
-    op: FileOp,
-    token: u64,
-}
 
 #[derive(Default)]
 struct Shared {
@@ -59,55 +49,7 @@ pub struct ThreadReactor {
     /// Tokens of one-shot polls by file descriptor: (readable, writable).
     polls: HashMap<RawFd, (Option<u64>, Option<u64>)>,
     registered: HashSet<RawFd>,
-}
-
-fn run_job(job: &Job) -> i32 {
-    // SAFETY: the reactor's `read`/`write` contracts keep `fd` open and the
-    // buffer valid and otherwise unused until this job's completion is
-    // returned by `wait`, which happens after this function returns.
-    let fd = unsafe { BorrowedFd::borrow_raw(job.fd) };
-    let r = match job.op {
-        FileOp::Read { ptr, len, offset } => {
-            // SAFETY: see above; the buffer is valid for writes of `len`.
-            let buf = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len as usize) };
-            read_full(fd, buf, offset)
-        }
-        FileOp::Write { ptr, len, offset } => {
-            // SAFETY: see above; the buffer is valid for reads of `len`.
-            let buf = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
-            write_full(fd, buf, offset)
-        }
-        FileOp::Sync => rustix::fs::fdatasync(fd).map(|_| 0),
-    };
-    match r {
-        Ok(n) => n as i32,
-        Err(e) => -e.raw_os_error(),
-    }
-}
-
-fn read_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> rustix::io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::pread(fd, &mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
-}
-
-fn write_full(fd: BorrowedFd<'_>, buf: &[u8], offset: u64) -> rustix::io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::pwrite(fd, &buf[done..], offset + done as u64) {
-            Ok(n) => done += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
+    inline: InlineFiles,
 }
 
 impl ThreadReactor {
@@ -154,6 +96,7 @@ impl ThreadReactor {
             armed_ns: None,
             polls: HashMap::new(),
             registered: HashSet::new(),
+            inline: InlineFiles::default(),
         })
     }
 
@@ -249,7 +192,7 @@ impl Reactor for ThreadReactor {
     }
 
     unsafe fn read(&mut self, fd: RawFd, buf: *mut u8, len: u32, offset: u64, token: u64) {
-        self.queued.push(Job {
+        let job = Job {
             fd,
             op: FileOp::Read {
                 ptr: buf as usize,
@@ -257,11 +200,14 @@ impl Reactor for ThreadReactor {
                 offset,
             },
             token,
-        });
+        };
+        if let Some(job) = self.inline.offer(job) {
+            self.queued.push(job);
+        }
     }
 
     unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64) {
-        self.queued.push(Job {
+        let job = Job {
             fd,
             op: FileOp::Write {
                 ptr: buf as usize,
@@ -269,15 +215,25 @@ impl Reactor for ThreadReactor {
                 offset,
             },
             token,
-        });
+        };
+        if let Some(job) = self.inline.offer(job) {
+            self.queued.push(job);
+        }
     }
 
     fn fsync(&mut self, fd: RawFd, token: u64) {
-        self.queued.push(Job {
+        let job = Job {
             fd,
             op: FileOp::Sync,
             token,
-        });
+        };
+        if let Some(job) = self.inline.offer(job) {
+            self.queued.push(job);
+        }
+    }
+
+    fn serve_inline(&mut self, fd: RawFd) {
+        self.inline.add(fd);
     }
 
     fn poll(&mut self, fd: RawFd, writable: bool, token: u64) {
@@ -295,6 +251,8 @@ impl Reactor for ThreadReactor {
     }
 
     fn wait(&mut self, deadline_ns: Option<u64>, out: &mut Vec<Completion>) -> io::Result<()> {
+        let start_len = out.len();
+        self.inline.run(out);
         if !self.queued.is_empty() {
             let mut s = self.pool.shared.lock().expect("pool lock");
             s.jobs.extend(self.queued.drain(..));
@@ -319,10 +277,10 @@ impl Reactor for ThreadReactor {
         if let Some(d) = deadline_ns {
             self.timers.push(std::cmp::Reverse((d, DEADLINE_TOKEN)));
         }
-        let start_len = out.len();
         loop {
             self.arm_timerfd()?;
-            let immediate = !self.pool.shared.lock().expect("pool lock").done.is_empty();
+            let immediate = out.len() > start_len
+                || !self.pool.shared.lock().expect("pool lock").done.is_empty();
             let timeout = if immediate { 0 } else { -1 };
             let mut events = epoll::EventVec::with_capacity(64);
             match epoll::wait(&self.epoll, &mut events, timeout) {

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{new_eventfd, now_ns, Completion, Reactor, Waker, WAKE_TOKEN};
+use super::{
+    new_eventfd, now_ns, Completion, FileJob, FileOp, InlineFiles, Reactor, Waker, WAKE_TOKEN,
+};
 
 /// Internal token of the standing eventfd read.
 const EVENTFD_TOKEN: u64 = u64::MAX - 1;
@@ -25,6 +27,7 @@ pub struct UringReactor {
     eventfd: Arc<OwnedFd>,
     eventfd_buf: Box<[u8; 8]>,
     eventfd_armed: bool,
+    inline: InlineFiles,
 }
 
 impl UringReactor {
@@ -40,6 +43,7 @@ impl UringReactor {
             eventfd: new_eventfd(false)?,
             eventfd_buf: Box::new([0; 8]),
             eventfd_armed: false,
+            inline: InlineFiles::default(),
         })
     }
 
@@ -67,6 +71,14 @@ impl Reactor for UringReactor {
     }
 
     unsafe fn read(&mut self, fd: RawFd, buf: *mut u8, len: u32, offset: u64, token: u64) {
+        let op = FileOp::Read {
+            ptr: buf as usize,
+            len,
+            offset,
+        };
+        if self.inline.offer(FileJob { fd, op, token }).is_none() {
+            return;
+        }
         self.backlog.push(
             opcode::Read::new(types::Fd(fd), buf, len)
                 .offset(offset)
@@ -76,6 +88,14 @@ impl Reactor for UringReactor {
     }
 
     unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64) {
+        let op = FileOp::Write {
+            ptr: buf as usize,
+            len,
+            offset,
+        };
+        if self.inline.offer(FileJob { fd, op, token }).is_none() {
+            return;
+        }
         self.backlog.push(
             opcode::Write::new(types::Fd(fd), buf, len)
                 .offset(offset)
@@ -85,6 +105,10 @@ impl Reactor for UringReactor {
     }
 
     fn fsync(&mut self, fd: RawFd, token: u64) {
+        let op = FileOp::Sync;
+        if self.inline.offer(FileJob { fd, op, token }).is_none() {
+            return;
+        }
         self.backlog.push(
             opcode::Fsync::new(types::Fd(fd))
                 .flags(types::FsyncFlags::DATASYNC)
@@ -132,8 +156,10 @@ impl Reactor for UringReactor {
             self.backlog.push(e);
             self.eventfd_armed = true;
         }
+        let inline_done = out.len();
+        self.inline.run(out);
         self.push_backlog()?;
-        let ready = !self.ring.completion().is_empty();
+        let ready = out.len() > inline_done || !self.ring.completion().is_empty();
         let want = if ready { 0 } else { 1 };
         let res = match deadline_ns {
             Some(d) if !ready => {
@@ -180,5 +206,9 @@ impl Reactor for UringReactor {
 
     fn waker(&self) -> Waker {
         Waker::new(self.eventfd.clone())
+    }
+
+    fn serve_inline(&mut self, fd: RawFd) {
+        self.inline.add(fd);
     }
 }

@@ -11,6 +11,7 @@ macro_rules! outln {
     }};
 }
 
+mod bench;
 mod replay;
 mod serve;
 
@@ -83,6 +84,40 @@ enum Cmd {
         #[arg(long, default_value = ".")]
         data_dir: PathBuf,
     },
+    /// Policies through NBD on emulated devices, measured with fio at rising
+    /// concurrency, beside the physical limit and the simulator's prediction;
+    /// and the NBD path against nbdkit. Needs fio and nbdkit.
+    Bench {
+        /// The bench file (default: experiments/bench/optane-flash.toml,
+        /// built in).
+        file: Option<PathBuf>,
+        /// Output directory for bench.md, bench.csv and bench.json.
+        #[arg(long, default_value = "out/bench")]
+        out: PathBuf,
+        /// Directory for the device files (default: under /dev/shm).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Only 1 request in flight and the acceptance's high load, shorter
+        /// runs.
+        #[arg(long)]
+        quick: bool,
+        /// Requests in flight to measure, comma-separated (replaces the
+        /// file's levels).
+        #[arg(long, value_delimiter = ',')]
+        levels: Option<Vec<u32>>,
+        /// Measured seconds per run (replaces the file's).
+        #[arg(long)]
+        runtime_s: Option<f64>,
+        /// Unmeasured seconds before each run (replaces the file's).
+        #[arg(long)]
+        ramp_s: Option<f64>,
+        /// Skip the comparison against nbdkit.
+        #[arg(long)]
+        no_reference: bool,
+        /// Exit with status 1 when an acceptance bar is not met.
+        #[arg(long)]
+        check: bool,
+    },
     /// List device profiles with their calibration points.
     Profiles,
     /// List policies.
@@ -104,6 +139,29 @@ fn main() {
             socket,
             data_dir,
         } => serve::serve(&config, socket.as_deref(), &data_dir),
+        Cmd::Bench {
+            file,
+            out,
+            data_dir,
+            quick,
+            levels,
+            runtime_s,
+            ramp_s,
+            no_reference,
+            check,
+        } => bench_cmd(
+            file.as_deref(),
+            bench::BenchOptions {
+                data_dir,
+                out,
+                quick,
+                levels,
+                runtime_s,
+                ramp_s,
+                no_reference,
+            },
+            check,
+        ),
         Cmd::Profiles => {
             profiles();
             Ok(())
@@ -119,6 +177,23 @@ fn main() {
         eprintln!("error: {e:#}");
         std::process::exit(2);
     }
+}
+
+fn bench_cmd(file: Option<&Path>, opts: bench::BenchOptions, check: bool) -> Result<()> {
+    let text = match file {
+        Some(f) => {
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?
+        }
+        None => bench::DEFAULT_BENCH.to_string(),
+    };
+    let report = bench::bench(&text, &opts).with_context(|| match file {
+        Some(f) => format!("bench {}", f.display()),
+        None => "bench (built-in experiments/bench/optane-flash.toml)".into(),
+    })?;
+    if check && !report.passed {
+        bail!("an acceptance bar was not met (see above)");
+    }
+    Ok(())
 }
 
 fn threads(t: Option<usize>) -> usize {

@@ -3,24 +3,30 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use std::sync::{Arc, Mutex};
 use tiermux_engine::config::Listen;
-use tiermux_engine::reactor::{build_reactor, precise_timers};
+
+use tiermux_engine::reactor::{build_reactor, precise_timers, Reactor};
 use tiermux_engine::volume::MAX_REQUEST_BYTES;
 use tiermux_engine::{Volume, VolumeConfig};
 use tiermux_server::proto::Export;
-use tiermux_server::Server;
+use tiermux_server::server::LiveStats;
+use tiermux_server::{Server, Shutdown};
 
-/// Runs the server for `config`; `socket` overrides the config's listener
-/// with a Unix socket, and relative paths are taken from `data_dir`.
-pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()> {
-    let mut cfg = VolumeConfig::load(config, data_dir)?;
-    if let Some(s) = socket {
-        cfg.listen = Listen::Unix(data_dir.join(s));
-    }
+/// A volume, its reactor and a bound server, ready to run.
+struct Ready {
+    reactor: Box<dyn Reactor>,
+    vol: Volume,
+    server: Server,
+    /// The address actually bound ("unix:PATH" or "tcp:ADDR").
+    shown: String,
+}
+
+/// Opens the volume for `cfg`, builds its reactor and binds its listener.
+fn open(cfg: &VolumeConfig) -> Result<Ready> {
     precise_timers();
-    let mut reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
-    let mut vol = Volume::open(&cfg)?;
-    let rec = vol.recovery().clone();
+    let reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
+    let vol = Volume::open(cfg)?;
     let mut server = Server::new(
         cfg.listen.clone(),
         Export {
@@ -33,6 +39,96 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
     let shown = server
         .bind(reactor.waker())
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    Ok(Ready {
+        reactor,
+        vol,
+        server,
+        shown,
+    })
+}
+
+/// A volume served on a background thread of this process, for callers
+/// that measure it (`tiermux bench`).
+pub struct Background {
+    /// The NBD URI clients connect to.
+    pub uri: String,
+    shutdown: Shutdown,
+    live: Arc<Mutex<LiveStats>>,
+    thread: std::thread::JoinHandle<Result<()>>,
+}
+
+impl Background {
+    /// Opens and serves `cfg` on a new thread; returns once it listens.
+    pub fn start(cfg: VolumeConfig) -> Result<Background> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let export = cfg.export.clone();
+        let thread = std::thread::Builder::new()
+            .name("tiermux-serve".into())
+            .spawn(move || -> Result<()> {
+                let mut ready = match open(&cfg) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let msg = format!("{e:#}");
+                        let _ = tx.send(Err(msg.clone()));
+                        anyhow::bail!(msg);
+                    }
+                };
+                let _ = tx.send(Ok((
+                    ready.shown.clone(),
+                    ready.server.shutdown_handle(),
+                    ready.server.live_stats(),
+                )));
+                ready.server.run(&mut ready.vol, ready.reactor.as_mut())?;
+                Ok(())
+            })?;
+        let (listen, shutdown, live) = match rx.recv() {
+            Ok(Ok(x)) => x,
+            Ok(Err(msg)) => anyhow::bail!(msg),
+            Err(_) => anyhow::bail!("the server thread ended before listening"),
+        };
+        let uri = match listen.strip_prefix("unix:") {
+            Some(path) => format!("nbd+unix:///{export}?socket={path}"),
+            None => format!("nbd://{}/{export}", listen.trim_start_matches("tcp:")),
+        };
+        Ok(Background {
+            uri,
+            shutdown,
+            live,
+            thread,
+        })
+    }
+
+    /// The latest published snapshot.
+    pub fn live(&self) -> LiveStats {
+        self.live.lock().expect("live stats").clone()
+    }
+
+    /// Stops the server (in-flight requests finish, the volume
+    /// checkpoints) and returns the final snapshot.
+    pub fn stop(self) -> Result<LiveStats> {
+        self.shutdown.trigger();
+        match self.thread.join() {
+            Ok(r) => r?,
+            Err(_) => anyhow::bail!("the server thread panicked"),
+        }
+        Ok(self.live.lock().expect("live stats").clone())
+    }
+}
+
+/// Runs the server for `config`; `socket` overrides the config's listener
+/// with a Unix socket, and relative paths are taken from `data_dir`.
+pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()> {
+    let mut cfg = VolumeConfig::load(config, data_dir)?;
+    if let Some(s) = socket {
+        cfg.listen = Listen::Unix(data_dir.join(s));
+    }
+    let Ready {
+        mut reactor,
+        mut vol,
+        mut server,
+        shown,
+    } = open(&cfg)?;
+    let rec = vol.recovery().clone();
     let shutdown = server.shutdown_handle();
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,

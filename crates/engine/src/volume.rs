@@ -811,8 +811,7 @@ impl Volume {
         for (d, dev) in self.devices.iter().enumerate() {
             self.obs.inflight(d, dev.inflight.0, dev.inflight.1);
         }
-        let obs = self.obs.finish(now).clone();
-        self.dispatcher.tick(&obs);
+        self.dispatcher.tick(self.obs.finish(now));
         self.obs.reset();
         self.next_tick_ns = Some(now.max(due) + interval);
         self.drain(r);

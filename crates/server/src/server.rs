@@ -17,9 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tiermux_engine::config::Listen;
-use tiermux_engine::reactor::{Completion, Reactor, Waker, WAKE_TOKEN};
+use tiermux_engine::device::DeviceCounters;
+use tiermux_engine::reactor::{now_ns, Completion, Reactor, Waker, WAKE_TOKEN};
 use tiermux_engine::slab::Slab;
-use tiermux_engine::volume::{Done, Request, CALLER_TOKEN_BASE, MAX_REQUEST_BYTES};
+use tiermux_engine::volume::{Done, Request, VolumeStats, CALLER_TOKEN_BASE, MAX_REQUEST_BYTES};
 use tiermux_engine::Volume;
 
 use crate::proto::{self, errno, Export, HandshakeEnd, RequestHeader, REQUEST_BYTES};
@@ -109,6 +110,24 @@ pub struct ServerStats {
     pub protocol_violations: u64,
 }
 
+/// A snapshot of a running server and its volume, which the loop publishes
+/// every [`LIVE_INTERVAL_NS`] (and once more when it stops), for callers
+/// that measure while it serves (`tiermux bench`).
+#[derive(Clone, Debug, Default)]
+pub struct LiveStats {
+    /// Server counters.
+    pub server: ServerStats,
+    /// Volume counters.
+    pub volume: VolumeStats,
+    /// Per-device counters, in the volume's device order.
+    pub devices: Vec<DeviceCounters>,
+    /// The policy's controller variables (for NHC, `load_admit` and others).
+    pub controller: Vec<(String, f64)>,
+}
+
+/// How often the loop publishes [`LiveStats`].
+pub const LIVE_INTERVAL_NS: u64 = 20_000_000;
+
 struct Conn {
     stream: Stream,
     gen: u32,
@@ -140,6 +159,7 @@ pub struct Server {
     shutdown: Shutdown,
     inbox: Arc<Mutex<Vec<Stream>>>,
     stats: ServerStats,
+    live: Arc<Mutex<LiveStats>>,
 }
 
 /// Receive buffer per connection; it grows only to hold one larger request.
@@ -157,12 +177,33 @@ impl Server {
             },
             inbox: Arc::new(Mutex::new(Vec::new())),
             stats: ServerStats::default(),
+            live: Arc::new(Mutex::new(LiveStats::default())),
         }
     }
 
     /// The handle that stops [`Server::run`].
     pub fn shutdown_handle(&self) -> Shutdown {
         self.shutdown.clone()
+    }
+
+    /// The snapshot [`Server::run`] keeps up to date.
+    pub fn live_stats(&self) -> Arc<Mutex<LiveStats>> {
+        self.live.clone()
+    }
+
+    fn publish(&self, vol: &Volume) {
+        let mut l = self.live.lock().expect("live stats");
+        l.server = self.stats;
+        l.volume = vol.stats();
+        l.devices.clear();
+        l.devices.extend(vol.devices().iter().map(|d| d.counters));
+        l.controller.clear();
+        l.controller.extend(
+            vol.policy()
+                .controller_state()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v)),
+        );
     }
 
     /// Binds the socket (removing a stale Unix socket file) and starts the
@@ -235,7 +276,13 @@ impl Server {
         let mut done: Vec<Done> = Vec::new();
         let mut comps: Vec<Completion> = Vec::new();
         let mut stopping = false;
+        let mut published_ns = 0;
         loop {
+            let now = now_ns();
+            if now >= published_ns + LIVE_INTERVAL_NS {
+                self.publish(vol);
+                published_ns = now;
+            }
             vol.on_time(r);
             vol.end_batch(r, &mut done)?;
             for d in done.drain(..) {
@@ -348,6 +395,7 @@ impl Server {
             }
         }
         vol.close()?;
+        self.publish(vol);
         if let Listen::Unix(p) = &self.listen {
             let _ = std::fs::remove_file(p);
         }

@@ -21,8 +21,6 @@ use super::{
 
 const EV_WAKE: u64 = u64::MAX;
 const EV_TIMER: u64 = u64::MAX - 1;
-/// Internal token of the timer that bounds a `wait` with a deadline.
-const DEADLINE_TOKEN: u64 = u64::MAX - 2;
 
 #[derive(Default)]
 struct Shared {
@@ -100,8 +98,12 @@ impl ThreadReactor {
         })
     }
 
-    fn arm_timerfd(&mut self) -> io::Result<()> {
-        let next = self.timers.peek().map(|r| r.0 .0);
+    /// Arms the timerfd for the earliest of the timers and `deadline_ns`.
+    fn arm_timerfd(&mut self, deadline_ns: Option<u64>) -> io::Result<()> {
+        let next = match (self.timers.peek().map(|r| r.0 .0), deadline_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         if next == self.armed_ns {
             return Ok(());
         }
@@ -274,12 +276,15 @@ impl Reactor for ThreadReactor {
                 }
             }
         }
-        if let Some(d) = deadline_ns {
-            self.timers.push(std::cmp::Reverse((d, DEADLINE_TOKEN)));
-        }
         loop {
-            self.arm_timerfd()?;
-            let immediate = out.len() > start_len
+            self.arm_timerfd(deadline_ns)?;
+            // A deadline or timer already due does not wait for the timerfd,
+            // which fires only once per arming.
+            let now = now_ns();
+            let due = deadline_ns.is_some_and(|d| d <= now)
+                || self.timers.peek().is_some_and(|t| t.0 .0 <= now);
+            let immediate = due
+                || out.len() > start_len
                 || !self.pool.shared.lock().expect("pool lock").done.is_empty();
             let timeout = if immediate { 0 } else { -1 };
             let mut events = epoll::EventVec::with_capacity(64);
@@ -291,7 +296,6 @@ impl Reactor for ThreadReactor {
                 .iter()
                 .map(|ev| (ev.data.u64(), { ev.flags }))
                 .collect();
-            let mut deadline_hit = false;
             for (data, flags) in events {
                 match data {
                     EV_WAKE => {
@@ -341,26 +345,17 @@ impl Reactor for ThreadReactor {
                     break;
                 }
                 self.timers.pop();
-                if t == DEADLINE_TOKEN {
-                    deadline_hit = true;
-                } else {
-                    out.push(Completion {
-                        token: t,
-                        result: 0,
-                    });
-                }
+                out.push(Completion {
+                    token: t,
+                    result: 0,
+                });
             }
+            let deadline_hit = deadline_ns.is_some_and(|d| d <= now);
             out.append(&mut self.pool.shared.lock().expect("pool lock").done);
             // Drop the WAKE entries that only reported pool completions.
             if out.len() > start_len || deadline_hit {
                 break;
             }
-        }
-        // The deadline timer is per call.
-        if deadline_ns.is_some() {
-            let mut rest: Vec<_> = self.timers.drain().collect();
-            rest.retain(|r| r.0 .1 != DEADLINE_TOKEN);
-            self.timers = rest.into_iter().collect();
         }
         Ok(())
     }

@@ -391,6 +391,27 @@ mod tests {
         let mut got = Vec::new();
         r.wait(Some(t0 + 2_000_000), &mut got).unwrap();
         assert!(now_ns() >= t0 + 2_000_000 || !got.is_empty());
+        // A far deadline left armed (a wake ended that wait) does not delay
+        // a nearer one, and a past deadline does not block.
+        r.waker().wake();
+        let mut got = Vec::new();
+        r.wait(Some(now_ns() + 2_000_000_000), &mut got).unwrap();
+        assert!(got.iter().any(|c| c.token == WAKE_TOKEN));
+        for _ in 0..3 {
+            let t0 = now_ns();
+            let mut got = Vec::new();
+            while now_ns() < t0 + 3_000_000 {
+                r.wait(Some(t0 + 3_000_000), &mut got).unwrap();
+            }
+            assert!(
+                now_ns() < t0 + 500_000_000,
+                "a 3 ms deadline took {} ms",
+                (now_ns() - t0) / 1_000_000
+            );
+            let t1 = now_ns();
+            r.wait(Some(t1 - 1), &mut got).unwrap();
+            assert!(now_ns() < t1 + 500_000_000, "a past deadline blocked");
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -13,6 +13,8 @@ use super::{
 
 /// Internal token of the standing eventfd read.
 const EVENTFD_TOKEN: u64 = u64::MAX - 1;
+/// Internal tokens of deadline timers: this base plus a 16-bit generation.
+const DEADLINE_TOKEN_BASE: u64 = u64::MAX - 2 - 0xFFFF;
 
 /// A reactor over one io_uring instance.
 pub struct UringReactor {
@@ -28,6 +30,11 @@ pub struct UringReactor {
     eventfd_buf: Box<[u8; 8]>,
     eventfd_armed: bool,
     inline: InlineFiles,
+    /// The deadline timer on the ring: (deadline, token). A wait whose
+    /// deadline is not earlier reuses it instead of passing a timeout to
+    /// `io_uring_enter`, which costs microseconds on every wait.
+    deadline_armed: Option<(u64, u64)>,
+    deadline_gen: u64,
 }
 
 impl UringReactor {
@@ -44,6 +51,8 @@ impl UringReactor {
             eventfd_buf: Box::new([0; 8]),
             eventfd_armed: false,
             inline: InlineFiles::default(),
+            deadline_armed: None,
+            deadline_gen: 0,
         })
     }
 
@@ -158,34 +167,36 @@ impl Reactor for UringReactor {
         }
         let inline_done = out.len();
         self.inline.run(out);
-        self.push_backlog()?;
-        let ready = out.len() > inline_done || !self.ring.completion().is_empty();
-        let want = if ready { 0 } else { 1 };
-        let res = match deadline_ns {
-            Some(d) if !ready => {
-                let now = now_ns();
-                if d <= now {
-                    self.ring.submit()
-                } else {
-                    let rel = d - now;
-                    let ts = types::Timespec::new()
-                        .sec(rel / 1_000_000_000)
-                        .nsec((rel % 1_000_000_000) as u32);
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    self.ring.submitter().submit_with_args(want, &args)
-                }
+        let mut due = false;
+        if let Some(d) = deadline_ns {
+            if d <= now_ns() {
+                due = true;
+            } else if self.deadline_armed.is_none_or(|(armed, _)| d < armed) {
+                // A later deadline keeps the earlier timer: its expiry only
+                // ends one wait early.
+                self.deadline_gen = (self.deadline_gen + 1) & 0xFFFF;
+                let token = DEADLINE_TOKEN_BASE + self.deadline_gen;
+                self.timer_at(d, token);
+                self.deadline_armed = Some((d, token));
             }
-            _ => self.ring.submit_and_wait(want),
-        };
+        }
+        self.push_backlog()?;
+        let ready = due || out.len() > inline_done || !self.ring.completion().is_empty();
+        let res = self.ring.submit_and_wait(if ready { 0 } else { 1 });
         self.timespecs.clear();
         match res {
             Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::TIME.raw_os_error()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
         for cqe in self.ring.completion() {
             let token = cqe.user_data();
+            if token >= DEADLINE_TOKEN_BASE && token < EVENTFD_TOKEN {
+                if self.deadline_armed.is_some_and(|(_, t)| t == token) {
+                    self.deadline_armed = None;
+                }
+                continue;
+            }
             if token == EVENTFD_TOKEN {
                 self.eventfd_armed = false;
                 out.push(Completion {

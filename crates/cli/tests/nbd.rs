@@ -552,3 +552,88 @@ fn malformed_traffic_gets_errors_and_never_stops_the_server() {
     s.stop();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A small bench: each device alone, classic and NHC at two levels, the
+/// simulator's prediction and the nbdkit comparison, through the real
+/// command. Speeds are not asserted (this machine is shared); the shape of
+/// the report and the measured hit ratio, which the working-set sizing and
+/// fio's per-run offsets decide, are.
+#[test]
+fn bench_reports_every_section() {
+    if !have_tools(&["fio", "nbdkit"]) {
+        return;
+    }
+    let dir = data_dir("bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    let default = include_str!("../../../experiments/bench/optane-flash.toml");
+    let small = default
+        .replace("cache_size = \"256MiB\"", "cache_size = \"8MiB\"")
+        .replace("volume_size = \"1GiB\"", "volume_size = \"32MiB\"")
+        .replace(
+            "[reference]\nsize = \"1GiB\"",
+            "[reference]\nsize = \"16MiB\"",
+        )
+        .replace("sim_duration_s = 10.0", "sim_duration_s = 2.0")
+        .replace("sim_warmup_s = 8.0", "sim_warmup_s = 1.0");
+    assert_ne!(small, default);
+    let file = dir.join("small.toml");
+    std::fs::write(&file, small).unwrap();
+    let out_dir = dir.join("out");
+    let text = run(Command::new(env!("CARGO_BIN_EXE_tiermux")).args([
+        "bench",
+        file.to_str().unwrap(),
+        "--levels",
+        "1,32",
+        "--runtime-s",
+        "1",
+        // As long as the run: a run replaying its ramp's offsets would
+        // hit almost always.
+        "--ramp-s",
+        "1",
+        "--data-dir",
+        dir.join("data").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]));
+    for needle in [
+        "## Each device alone",
+        "Physical limit (sum of the two peaks)",
+        "## read-only: 100 % reads",
+        "## read-mostly: 95 % reads",
+        "## Acceptance",
+        "32 in flight, read-only: NHC / classic",
+        "1 in flight, read-only: NHC differs from classic",
+        "| 1 | tiermux serve |",
+        "| 16 | nbdkit file |",
+    ] {
+        assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
+    }
+    let md = std::fs::read_to_string(out_dir.join("bench.md")).unwrap();
+    assert!(md.contains("## Acceptance"));
+    let csv = std::fs::read_to_string(out_dir.join("bench.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 2 devices x 2 workloads x 2 levels, 2 policies x 2 workloads x 2
+    // levels, 3 servers x 2 levels.
+    let count = |section: &str| rows.iter().filter(|r| r[0] == section).count();
+    assert_eq!(
+        (count("device"), count("policy"), count("reference")),
+        (8, 8, 6)
+    );
+    for r in rows.iter().filter(|r| r[0] != "reference") {
+        let ops: f64 = r[col("ops_per_s")].parse().unwrap();
+        assert!(ops > 100.0, "{r:?}");
+    }
+    // Uniform reads over cache / 0.95 hit 95 % once the cache is full; a
+    // run that replayed its ramp's offsets would show more.
+    for r in rows.iter().filter(|r| r[0] == "policy") {
+        let hit: f64 = r[col("hit_ratio")].parse().unwrap();
+        assert!((0.93..0.97).contains(&hit), "hit ratio {hit}: {r:?}");
+        assert!(r[col("sim_ops_per_s")].parse::<f64>().unwrap() > 100.0);
+    }
+    // The data directory is removed afterwards.
+    assert!(!dir.join("data").exists());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -191,7 +191,7 @@ impl Reactor for UringReactor {
         }
         for cqe in self.ring.completion() {
             let token = cqe.user_data();
-            if token >= DEADLINE_TOKEN_BASE && token < EVENTFD_TOKEN {
+            if (DEADLINE_TOKEN_BASE..EVENTFD_TOKEN).contains(&token) {
                 if self.deadline_armed.is_some_and(|(_, t)| t == token) {
                     self.deadline_armed = None;
                 }

@@ -459,13 +459,21 @@ fn deltas(a: &LiveStats, b: &LiveStats) -> (Option<f64>, Option<f64>) {
     (hit, share)
 }
 
+/// NHC's controls and the cache's dirty share, as "data_admit=0.00
+/// load_admit=0.49 dirty=12%" (dirty cached blocks can only be read from the
+/// cache, which limits what NHC can offload).
 fn controller_text(l: &LiveStats) -> String {
-    l.controller
+    let get = |name: &str| l.controller.iter().find(|(k, _)| k == name).map(|x| x.1);
+    let mut parts: Vec<String> = ["data_admit", "load_admit"]
         .iter()
-        .filter(|(k, _)| k == "load_admit" || k == "data_admit")
-        .map(|(k, v)| format!("{k}={v:.2}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+        .filter_map(|k| get(k).map(|v| format!("{k}={v:.2}")))
+        .collect();
+    if let (Some(dirty), Some(cached)) = (get("dirty_blocks"), get("cached_blocks")) {
+        if cached > 0.0 {
+            parts.push(format!("dirty={:.0}%", 100.0 * dirty / cached));
+        }
+    }
+    parts.join(" ")
 }
 
 /// The whole report of a run.
@@ -779,7 +787,11 @@ fn run(cfg: &BenchConfig, data: &Path, opts: &BenchOptions) -> Result<Report> {
                         opt(r.sim_ops_per_s, 0),
                         opt(r.sim_mean_us, 1),
                         opt(r.sim_ops_per_s.map(|s| s / sim_limit), 2),
-                        if r.controller.is_empty() { "-" } else { &r.controller },
+                        if r.controller.is_empty() {
+                            "-"
+                        } else {
+                            &r.controller
+                        },
                     ),
                 );
             }
@@ -1222,6 +1234,22 @@ mod tests {
             })
             .collect();
         l
+    }
+
+    #[test]
+    fn controller_text_shows_controls_and_dirty_share() {
+        let mut l = LiveStats::default();
+        assert_eq!(controller_text(&l), "");
+        l.controller = vec![
+            ("data_admit".into(), 0.0),
+            ("load_admit".into(), 0.494),
+            ("cached_blocks".into(), 200.0),
+            ("dirty_blocks".into(), 25.0),
+        ];
+        assert_eq!(
+            controller_text(&l),
+            "data_admit=0.00 load_admit=0.49 dirty=12%"
+        );
     }
 
     #[test]

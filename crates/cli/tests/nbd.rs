@@ -269,6 +269,63 @@ fn real_clients_read_what_they_wrote() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// TCP on loopback: the server reports the port it bound, and two clients
+/// at once write and read back their own ranges.
+#[test]
+fn tcp_clients_read_what_they_wrote() {
+    if !have_tools(&["nbdinfo", "qemu-io"]) {
+        return;
+    }
+    let dir = data_dir("tcp");
+    let cfg = CONFIG.replace("listen = \"unix:nbd.sock\"", "listen = \"tcp:127.0.0.1:0\"");
+    assert_ne!(cfg, CONFIG);
+    std::fs::write(dir.join("volume.toml"), cfg).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
+        .args(["serve", "volume.toml", "--data-dir", "."])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .strip_prefix("tiermux: listening on tcp:")
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("server said: {line}"))
+        .to_string();
+    assert!(!addr.ends_with(":0"), "the bound port is reported: {addr}");
+    let uri = format!("nbd://{addr}/tiermux");
+    let info = run(Command::new("nbdinfo").arg(&uri));
+    assert!(info.contains("67108864"), "{info}");
+    let clients: Vec<Child> = [(0x21, "0"), (0x7e, "8M")]
+        .iter()
+        .map(|(pattern, offset)| {
+            Command::new("qemu-io")
+                .args(["-f", "raw", &uri])
+                .args(["-c", &format!("write -P {pattern:#x} {offset} 2M")])
+                .args(["-c", &format!("read -P {pattern:#x} {offset} 2M")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in clients {
+        let out = c.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("read 2097152/2097152"), "{text}");
+        assert!(!text.contains("Pattern verification failed"), "{text}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A minimal NBD client for the crash and fuzz tests.
 fn connect(sock: &Path) -> UnixStream {
     let mut s = UnixStream::connect(sock).unwrap();

@@ -79,7 +79,9 @@ struct Served {
 }
 
 impl Served {
-    fn start(dir: &Path) -> Served {
+    /// Starts `tiermux serve` on `dir`'s volume.toml; returns it with the
+    /// line where it says where it listens.
+    fn spawn(dir: &Path) -> (Served, String) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
             .args(["serve", "volume.toml", "--data-dir", "."])
             .current_dir(dir)
@@ -91,11 +93,16 @@ impl Served {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        assert!(line.contains("listening on unix:"), "server said: {line}");
-        Served {
+        let served = Served {
             child,
             dir: dir.to_path_buf(),
-        }
+        };
+        (served, line)
+    }
+    fn start(dir: &Path) -> Served {
+        let (served, line) = Served::spawn(dir);
+        assert!(line.contains("listening on unix:"), "server said: {line}");
+        served
     }
     fn sock(&self) -> PathBuf {
         self.dir.join("nbd.sock")
@@ -280,17 +287,7 @@ fn tcp_clients_read_what_they_wrote() {
     let cfg = CONFIG.replace("listen = \"unix:nbd.sock\"", "listen = \"tcp:127.0.0.1:0\"");
     assert_ne!(cfg, CONFIG);
     std::fs::write(dir.join("volume.toml"), cfg).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
-        .args(["serve", "volume.toml", "--data-dir", "."])
-        .current_dir(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (served, line) = Served::spawn(&dir);
     let addr = line
         .strip_prefix("tiermux: listening on tcp:")
         .and_then(|rest| rest.split(',').next())
@@ -321,8 +318,7 @@ fn tcp_clients_read_what_they_wrote() {
         assert!(text.contains("read 2097152/2097152"), "{text}");
         assert!(!text.contains("Pattern verification failed"), "{text}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    served.stop();
     std::fs::remove_dir_all(&dir).ok();
 }
 

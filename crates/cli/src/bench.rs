@@ -170,10 +170,10 @@ impl BenchConfig {
         if cache < bs || !cache.is_multiple_of(bs) || !volume.is_multiple_of(bs) {
             bail!("cache_size and volume_size must be whole, non-zero numbers of blocks");
         }
-        if self.working_set_bytes()? > volume {
+        if self.working_set_bytes() > volume {
             bail!(
                 "volume_size: {volume} bytes cannot hold the working set of {} bytes (cache_size / hit_ratio)",
-                self.working_set_bytes()?
+                self.working_set_bytes()
             );
         }
         if self.levels.is_empty() || self.levels.contains(&0) {
@@ -240,9 +240,9 @@ impl BenchConfig {
         self.cache_size.bytes("cache_size").unwrap_or(0) / self.block_size as u64
     }
 
-    fn working_set_bytes(&self) -> Result<u64> {
+    fn working_set_bytes(&self) -> u64 {
         let blocks = (self.cache_blocks() as f64 / self.hit_ratio).ceil() as u64;
-        Ok(blocks * self.block_size as u64)
+        blocks * self.block_size as u64
     }
 
     fn volume_bytes(&self) -> u64 {
@@ -571,7 +571,7 @@ fn run(cfg: &BenchConfig, data: &Path, opts: &BenchOptions) -> Result<Report> {
         md.push('\n');
     };
     let bs = cfg.block_size;
-    let ws = cfg.working_set_bytes()?;
+    let ws = cfg.working_set_bytes();
     let cache = cfg.cache_blocks() * bs as u64;
     let mut seeds = Seeds(0);
     let volume = cfg.volume_bytes();
@@ -976,8 +976,7 @@ fn predict(
         }
         limits.insert(w.name.clone(), sum);
     }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results = run_all(&configs, threads, &|_| {});
+    let results = run_all(&configs, crate::threads(None), &|_| {});
     let mut out = BTreeMap::new();
     for (k, r) in keys.into_iter().zip(results) {
         let r = r.with_context(|| format!("simulating {k:?}"))?;
@@ -1175,7 +1174,7 @@ mod tests {
         let cfg = BenchConfig::parse(DEFAULT_BENCH).unwrap();
         assert_eq!(cfg.policy.len(), 2);
         // 65,536 cache blocks / 0.95 = 68,985.3 -> 68,986 blocks.
-        assert_eq!(cfg.working_set_bytes().unwrap(), 68_986 * 4096);
+        assert_eq!(cfg.working_set_bytes(), 68_986 * 4096);
     }
 
     #[test]

@@ -98,6 +98,13 @@ impl ThreadReactor {
         })
     }
 
+    /// Queues a file job for the pool, unless it runs inline.
+    fn queue(&mut self, job: Job) {
+        if let Some(job) = self.inline.offer(job) {
+            self.queued.push(job);
+        }
+    }
+
     /// Arms the timerfd for the earliest of the timers and `deadline_ns`.
     fn arm_timerfd(&mut self, deadline_ns: Option<u64>) -> io::Result<()> {
         let next = match (self.timers.peek().map(|r| r.0 .0), deadline_ns) {
@@ -203,9 +210,7 @@ impl Reactor for ThreadReactor {
             },
             token,
         };
-        if let Some(job) = self.inline.offer(job) {
-            self.queued.push(job);
-        }
+        self.queue(job);
     }
 
     unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64) {
@@ -218,9 +223,7 @@ impl Reactor for ThreadReactor {
             },
             token,
         };
-        if let Some(job) = self.inline.offer(job) {
-            self.queued.push(job);
-        }
+        self.queue(job);
     }
 
     fn fsync(&mut self, fd: RawFd, token: u64) {
@@ -229,9 +232,7 @@ impl Reactor for ThreadReactor {
             op: FileOp::Sync,
             token,
         };
-        if let Some(job) = self.inline.offer(job) {
-            self.queued.push(job);
-        }
+        self.queue(job);
     }
 
     fn serve_inline(&mut self, fd: RawFd) {

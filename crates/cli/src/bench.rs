@@ -16,13 +16,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use tiermux_core::Op;
+use tiermux_device::calibrate::closed_loop_throughput;
+use tiermux_device::lookup_profile;
+use tiermux_device::profile::ProfileSpec;
 use tiermux_engine::config::SizeValue;
 use tiermux_engine::VolumeConfig;
 use tiermux_server::server::LiveStats;
-use tiermux_sim::calibrate::closed_loop_throughput;
-use tiermux_sim::config::{lookup_profile, ClientSpec};
+use tiermux_sim::config::ClientSpec;
 use tiermux_sim::experiment::run_all;
-use tiermux_sim::profile::ProfileSpec;
 use tiermux_sim::workload::WorkloadSpec;
 use tiermux_sim::SimConfig;
 

@@ -23,10 +23,10 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_core::Op;
+use tiermux_device::calibrate::{closed_loop_throughput, qd1_latency_ns};
+use tiermux_device::profile::builtin_profiles;
 use tiermux_report::Table;
-use tiermux_sim::calibrate::{closed_loop_throughput, qd1_latency_ns};
 use tiermux_sim::experiment::{run_all, runs_table, timeseries_table, Experiment, RunRecord};
-use tiermux_sim::profile::builtin_profiles;
 use tiermux_sim::{RunResult, SimConfig};
 
 #[derive(Parser)]
@@ -323,7 +323,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
         .devices
         .iter()
         .map(|d| {
-            let m = tiermux_sim::config::lookup_profile(d, &[])
+            let m = tiermux_device::lookup_profile(d, &[])
                 .expect("builtin")
                 .model()
                 .expect("model");

@@ -32,6 +32,61 @@ impl fmt::Display for ParamValue {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for ParamValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ParamValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number, boolean or string")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<ParamValue, E> {
+                Ok(ParamValue::Bool(b))
+            }
+            fn visit_i64<E>(self, i: i64) -> Result<ParamValue, E> {
+                Ok(ParamValue::Int(i))
+            }
+            fn visit_u64<E: serde::de::Error>(self, u: u64) -> Result<ParamValue, E> {
+                i64::try_from(u)
+                    .map(ParamValue::Int)
+                    .map_err(|_| E::custom(format!("integer {u} is too large")))
+            }
+            fn visit_f64<E>(self, x: f64) -> Result<ParamValue, E> {
+                Ok(ParamValue::Float(x))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<ParamValue, E> {
+                Ok(ParamValue::Str(s.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Reads a table of parameters from any serde format (TOML, JSON); a value
+/// that is not a number, boolean or string is an error naming its key.
+impl<'de> serde::Deserialize<'de> for Params {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Params;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table of parameters")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Params, A::Error> {
+                let mut p = Params::new();
+                while let Some(key) = m.next_key::<String>()? {
+                    let value = m.next_value::<ParamValue>().map_err(|e| {
+                        <A::Error as serde::de::Error>::custom(format!("parameter '{key}': {e}"))
+                    })?;
+                    p.set(&key, value);
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// A parameter problem: which field and why.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("parameter '{field}': {message}")]
@@ -178,6 +233,18 @@ impl Params {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deserializes_from_toml_and_names_a_bad_key() {
+        let p: Params = toml::from_str("a = 1\nb = 2.5\nc = \"lru\"\nd = true").unwrap();
+        assert_eq!(p.u64_in("a", 0, 0, 9), Ok(1));
+        assert_eq!(p.f64_in("b", 0.0, 0.0, 9.0), Ok(2.5));
+        assert_eq!(p.get("c"), Some(&ParamValue::Str("lru".into())));
+        assert_eq!(p.bool("d", false), Ok(true));
+        let e = toml::from_str::<Params>("ok = 1\nlist = [1, 2]").unwrap_err();
+        assert!(e.message().contains("parameter 'list'"), "{e}");
+        assert!(e.message().contains("a number, boolean or string"), "{e}");
+    }
 
     #[test]
     fn typed_getters_validate_and_name_the_field() {

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use tiermux_core::Params;
-use tiermux_sim::config::{lookup_profile, params_from_toml};
-use tiermux_sim::profile::ProfileSpec;
+use tiermux_device::lookup_profile;
+use tiermux_device::ProfileSpec;
 
 use crate::reactor::ReactorKind;
 
@@ -284,7 +284,8 @@ impl VolumeConfig {
             Some(_) => return Err(cerr("policy.name", "must be a string")),
             None => return Err(cerr("policy.name", "missing (for example name = \"nhc\")")),
         };
-        let params = params_from_toml(&policy_table).map_err(|e| cerr("policy", e.to_string()))?;
+        let params = Params::deserialize(toml::Value::Table(policy_table.into_iter().collect()))
+            .map_err(|e| cerr("policy", e.message()))?;
         let reactor = match f.reactor.as_deref().unwrap_or("auto") {
             "auto" => ReactorKind::Auto,
             "io_uring" => ReactorKind::Uring,

@@ -4,7 +4,7 @@
 //! A device is opened with O_DIRECT when its filesystem allows it (tmpfs,
 //! for example, may refuse), and created or extended to the size the volume
 //! needs when it is a regular file. An emulated device gives the backing
-//! file the timing of a simulator [`Profile`](tiermux_sim::profile): every
+//! file the timing of a simulator [`Profile`](tiermux_device::profile): every
 //! operation is submitted to a [`SimDevice`] at its wall-clock submission
 //! time, which returns when the modelled device would finish it, and the
 //! engine completes the operation no earlier than that (see
@@ -17,8 +17,8 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use tiermux_core::Op;
-use tiermux_sim::device::SimDevice;
-use tiermux_sim::profile::ProfileSpec;
+use tiermux_device::ProfileSpec;
+use tiermux_device::SimDevice;
 
 /// Why a device could not be opened.
 #[derive(Debug, thiserror::Error)]

@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tiermux_core::{ParamValue, Params};
+use tiermux_core::Params;
 
-use crate::device::DeviceModel;
-use crate::profile::{find_builtin, ProfileSpec};
 use crate::workload::{volume_blocks_needed, Pattern, Schedule, WorkloadSpec};
+use tiermux_device::DeviceModel;
+use tiermux_device::{lookup_profile, ProfileSpec};
 
 /// How clients generate load.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -208,37 +208,11 @@ fn check(field: &str, ok: bool, message: impl FnOnce() -> String) -> Result<(), 
     }
 }
 
-/// Converts a TOML table of policy parameters.
+/// Converts a TOML table of policy parameters; the error names the key.
 pub fn params_from_toml(table: &BTreeMap<String, toml::Value>) -> Result<Params, ConfigError> {
-    let mut p = Params::new();
-    for (k, v) in table {
-        let pv = match v {
-            toml::Value::Boolean(b) => ParamValue::Bool(*b),
-            toml::Value::Integer(i) => ParamValue::Int(*i),
-            toml::Value::Float(f) => ParamValue::Float(*f),
-            toml::Value::String(s) => ParamValue::Str(s.clone()),
-            other => {
-                return Err(ConfigError::new(
-                    format!("params.{k}"),
-                    format!(
-                        "expected a number, boolean or string, got {}",
-                        other.type_str()
-                    ),
-                ))
-            }
-        };
-        p.set(k, pv);
-    }
-    Ok(p)
-}
-
-/// Finds a profile by name among `extra` and the built-ins.
-pub fn lookup_profile(name: &str, extra: &[ProfileSpec]) -> Option<ProfileSpec> {
-    extra
-        .iter()
-        .find(|p| p.name == name)
-        .cloned()
-        .or_else(|| find_builtin(name))
+    let table: toml::Table = table.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    serde::Deserialize::deserialize(toml::Value::Table(table))
+        .map_err(|e: toml::de::Error| ConfigError::new("params", e.message()))
 }
 
 impl SimConfig {

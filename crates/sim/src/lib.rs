@@ -1,19 +1,16 @@
 //! tiermux simulator.
 //!
 //! A deterministic discrete-event simulator that runs the policies of
-//! `tiermux-core` over calibrated device models ([`device`], [`profile`]),
+//! `tiermux-core` over the calibrated device models of `tiermux-device`,
 //! clients and workloads ([`workload`]), and measures throughput, latency,
 //! hit ratio and per-device load ([`sim`]). [`model`] holds the Orthus
 //! paper's analytical model for validation; [`experiment`] runs sweeps
 //! described in TOML files.
 #![warn(missing_docs)]
 
-pub mod calibrate;
 pub mod config;
-pub mod device;
 pub mod experiment;
 pub mod presets;
-pub mod profile;
 pub mod sim;
 pub mod workload;
 

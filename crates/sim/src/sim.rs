@@ -25,8 +25,8 @@ use crate::config::{
     volume_spec, workers_for_load, ClientMode, ClientSpec, ConfigError, Resolved, SimConfig,
     CACHE_PARAMS,
 };
-use crate::device::{DeviceCounters, SimDevice};
 use crate::workload::Workload;
+use tiermux_device::{DeviceCounters, SimDevice};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 use tiermux_core::rng::Rng;
 use tiermux_core::Op;
 
-use crate::device::{DeviceModel, SimDevice};
+use crate::model::{DeviceModel, SimDevice};
 
 /// Mean latency of `bytes`-sized operations issued one at a time, ns.
 pub fn qd1_latency_ns(model: &DeviceModel, dir: Op, bytes: u64) -> f64 {

@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::device::{DeviceModel, DirModel};
+use crate::model::{DeviceModel, DirModel};
 
 /// Calibration targets of one direction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
@@ -344,6 +344,15 @@ pub fn find_builtin(name: &str) -> Option<ProfileSpec> {
         return Some(s);
     }
     builtin_profiles().into_iter().find(|p| p.name == name)
+}
+
+/// Finds a profile by name among `extra` and the built-ins.
+pub fn lookup_profile(name: &str, extra: &[ProfileSpec]) -> Option<ProfileSpec> {
+    extra
+        .iter()
+        .find(|p| p.name == name)
+        .cloned()
+        .or_else(|| find_builtin(name))
 }
 
 #[cfg(test)]

@@ -1,0 +1,16 @@
+//! tiermux device models.
+//!
+//! How long a device takes, without touching one: the pipe-and-channels
+//! timing model ([`model`]), device profiles that derive it from the numbers
+//! the papers and datasheets publish ([`profile`]), and measurements of a
+//! model taken the way the papers measured devices ([`calibrate`]). The
+//! simulator runs workloads on these models in virtual time; the engine
+//! wraps a real file with one to emulate a device's timing.
+#![warn(missing_docs)]
+
+pub mod calibrate;
+pub mod model;
+pub mod profile;
+
+pub use model::{DeviceCounters, DeviceModel, DirModel, SimDevice};
+pub use profile::{builtin_profiles, find_builtin, lookup_profile, ProfileError, ProfileSpec};

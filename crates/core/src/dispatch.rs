@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use crate::map::{BlockMap, Entry, PlacementMap};
 use crate::observe::Observation;
 use crate::policy::{Ctx, LockView, Policy, TickCtx};
-use crate::types::{Access, Io, Job, Op, Outcome, Plan, Purpose, NO_DEP};
+use crate::types::{Access, Io, Job, Op, Outcome, Plan, PlanIndex, Purpose, NO_DEP};
 
 /// A device operation ready to be performed.
 #[derive(Clone, Copy, Debug)]
@@ -27,7 +27,7 @@ pub struct Ready {
     /// The plan it belongs to (pass back to [`Dispatcher::complete`]).
     pub flight: u32,
     /// Its index within the plan.
-    pub index: u8,
+    pub index: PlanIndex,
     /// The operation.
     pub io: Io,
     /// For a copy's write: the payload its source read completed with.
@@ -336,23 +336,29 @@ impl Dispatcher {
 
     /// Reports that operation `index` of plan `flight` completed; `payload`
     /// is the driver's handle on the data it read (ignored for writes).
-    pub fn complete(&mut self, flight: u32, index: u8, payload: u64) {
+    pub fn complete(&mut self, flight: u32, index: PlanIndex, payload: u64) {
         let f = &mut self.flights[flight as usize];
         let io = f.ios[index as usize];
         f.payloads[index as usize] = payload;
+        assert!(
+            f.remaining > 0,
+            "plan {flight} completed more operations than it has"
+        );
         f.remaining -= 1;
         if io.acks {
+            assert!(f.acks_remaining > 0, "plan {flight} acknowledged twice");
             f.acks_remaining -= 1;
         }
         if io.purpose == Purpose::Client && io.dir == Op::Read {
             f.client_payload = payload;
         }
         let tag = f.work.tag();
-        for (j, dep) in f.ios.iter().enumerate() {
+        // Dependents come later in the plan (checked by `Plan::push`).
+        for (j, dep) in f.ios.iter().enumerate().skip(index as usize + 1) {
             if dep.after == index {
                 self.ready.push_back(Ready {
                     flight,
-                    index: j as u8,
+                    index: j as PlanIndex,
                     io: *dep,
                     src_payload: payload,
                     tag,
@@ -445,12 +451,6 @@ impl Dispatcher {
                 .fold(0u8, |m, io| m | 1 << io.device);
             self.note_changes(Some(block), written);
         }
-        debug_assert!(self
-            .plan
-            .ios
-            .iter()
-            .enumerate()
-            .all(|(i, io)| io.after == NO_DEP || (io.after as usize) < i));
         let fid = match self.free_flights.pop() {
             Some(f) => f,
             None => {
@@ -485,7 +485,7 @@ impl Dispatcher {
             if io.after == NO_DEP {
                 self.ready.push_back(Ready {
                     flight: fid,
-                    index: i as u8,
+                    index: i as PlanIndex,
                     io: *io,
                     src_payload: 0,
                     tag: work.tag(),

@@ -3,7 +3,8 @@
 //! Everything a storage-hierarchy policy needs and nothing that touches a
 //! device or a clock: the request and plan vocabulary ([`types`]), the
 //! placement map ([`map`]), cache replacement ([`replacement`]), the
-//! policies and their registry ([`policy`], [`policies`]), the observations
+//! policy interface ([`policy`]), the policies and their registry
+//! ([`policies`]), the observations
 //! controllers consume ([`observe`]) and the [`dispatch::Dispatcher`] that
 //! runs a policy with per-block locking. The simulator (`tiermux-sim`) drives
 //! it in virtual time; the engine drives it on real devices.
@@ -25,5 +26,6 @@ pub use hist::Histogram;
 pub use map::{Entry, PlacementMap};
 pub use observe::{Observation, ObservationBuilder};
 pub use params::{ParamError, ParamValue, Params};
-pub use policy::{build_policy, Policy, PolicyError, VolumeSpec, REGISTRY};
-pub use types::{Access, Io, Job, Op, Outcome, Plan, Purpose};
+pub use policies::{build_policy, REGISTRY};
+pub use policy::{DeviceRole, DeviceSpec, Policy, PolicyError, VolumeSpec};
+pub use types::{Access, DeviceIndex, Io, Job, Op, Outcome, Plan, PlanIndex, Purpose};

@@ -9,15 +9,26 @@
 //!
 //! This covers caching (home plus a cached copy), tiering (one copy, moved:
 //! the home bit cleared and another set), mirroring (two clean copies) and
-//! hierarchies with more than two devices. `slot` is the location of the
-//! block on the device that owns slots (a cache), and `flags` is free for
-//! the policy. Metadata is proportional to the number of blocks placed away
-//! from their default, not to the volume size.
+//! hierarchies with more than two devices. `loc` holds the block's location
+//! on each device that allocates locations (a cache's slot, a tier's
+//! segment); such devices are the first [`LOC_DEVICES`] of a hierarchy, and
+//! a device that holds the whole volume addresses a block by its number.
+//! `flags` is free for the policy.
+//!
+//! Memory: an [`Entry`] is 16 bytes; with its 8-byte key and the hash
+//! table's control byte, a placed block costs 25 bytes at a full table and
+//! about 29 to 50 bytes at the table's load factors (7/8 down to 1/2).
+//! Metadata is proportional to the number of blocks placed away from their
+//! default, not to the volume size.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::types::DeviceIndex;
+
+/// How many devices (the first ones of a hierarchy) can hold a location in
+/// an [`Entry`]: enough for DRAM + read SSD + write SSD over a disk (TICA).
+pub const LOC_DEVICES: usize = 3;
 
 /// A fast hasher for `u64` block numbers (multiplicative, then folded).
 #[derive(Default, Clone, Copy)]
@@ -55,9 +66,12 @@ pub struct Entry {
     pub stale: u8,
     /// Free for the policy (for example "eviction pending").
     pub flags: u8,
-    /// Location on the slot-owning device.
-    pub slot: u32,
+    /// Location on each of the first [`LOC_DEVICES`] devices, meaningful
+    /// where `present` says a copy is; 0 elsewhere.
+    pub loc: [u32; LOC_DEVICES],
 }
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
 impl Entry {
     /// True when device `d` holds a current copy.
@@ -70,6 +84,35 @@ impl Entry {
     #[inline]
     pub fn dirty_on(&self, d: DeviceIndex) -> bool {
         self.dirty & (1 << d) != 0
+    }
+
+    /// The block's location on device `d`, which must be one of the first
+    /// [`LOC_DEVICES`].
+    #[inline]
+    pub fn loc(&self, d: DeviceIndex) -> u32 {
+        assert!((d as usize) < LOC_DEVICES, "device {d} holds no locations");
+        self.loc[d as usize]
+    }
+
+    /// Sets the block's location on device `d` (one of the first
+    /// [`LOC_DEVICES`]).
+    #[inline]
+    pub fn set_loc(&mut self, d: DeviceIndex, loc: u32) {
+        assert!((d as usize) < LOC_DEVICES, "device {d} holds no locations");
+        self.loc[d as usize] = loc;
+    }
+
+    /// Drops device `d`'s copy: its presence, dirtiness, staleness and
+    /// location.
+    #[inline]
+    pub fn drop_copy(&mut self, d: DeviceIndex) {
+        let bit = !(1u8 << d);
+        self.present &= bit;
+        self.dirty &= bit;
+        self.stale &= bit;
+        if (d as usize) < LOC_DEVICES {
+            self.loc[d as usize] = 0;
+        }
     }
 }
 
@@ -203,7 +246,7 @@ mod tests {
         assert!(m.is_empty());
         let c = m.entry_mut(42);
         c.present |= 1;
-        c.slot = 7;
+        c.set_loc(0, 7);
         assert_eq!(m.len(), 1);
         assert!(m.get(42).valid_on(0));
         let c = m.entry_mut(42);
@@ -222,7 +265,7 @@ mod tests {
                 dirty: 0b01,
                 stale: 0b10,
                 flags: 0,
-                slot: 0,
+                loc: [0; LOC_DEVICES],
             },
         );
         let e = m.get(3);

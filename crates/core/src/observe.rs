@@ -191,9 +191,9 @@ impl ObservationBuilder {
     pub fn outcome(&mut self, op: Op, outcome: Outcome) {
         let c = &mut self.current;
         match (op, outcome) {
-            (Op::Read, Outcome::Hit) => c.read_hits += 1,
+            (Op::Read, Outcome::Hit(_)) => c.read_hits += 1,
             (Op::Read, Outcome::Miss) => c.read_misses += 1,
-            (Op::Write, Outcome::Hit) => c.write_hits += 1,
+            (Op::Write, Outcome::Hit(_)) => c.write_hits += 1,
             (Op::Write, Outcome::Miss) => c.write_misses += 1,
             (_, Outcome::NotApplicable) => {}
         }

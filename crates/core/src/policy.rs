@@ -1,4 +1,5 @@
-//! The policy interface and the registry of policies.
+//! The policy interface: what a policy sees and answers. The policies
+//! themselves and their registry are in [`crate::policies`].
 //!
 //! A policy sees one block access at a time, with the block's lock held by
 //! the [`crate::dispatch::Dispatcher`], and answers with a [`Plan`] of device
@@ -8,8 +9,48 @@
 
 use crate::map::PlacementMap;
 use crate::observe::Observation;
-use crate::params::{ParamError, Params};
-use crate::types::{Access, Job, Outcome, Plan};
+use crate::params::ParamError;
+use crate::types::{Access, DeviceIndex, Job, Outcome, Plan};
+
+/// What a device is for in a volume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceRole {
+    /// Holds copies of blocks that live elsewhere, in locations it
+    /// allocates (a cache's slots).
+    Cache,
+    /// Holds blocks in locations it allocates, as part of the volume's
+    /// capacity (tiering: a block lives on one tier, or is mirrored).
+    Tier,
+    /// Holds every block at its own block number; a block placed nowhere
+    /// else lives here.
+    Home,
+}
+
+impl DeviceRole {
+    /// Lowercase name, as configs write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceRole::Cache => "cache",
+            DeviceRole::Tier => "tier",
+            DeviceRole::Home => "home",
+        }
+    }
+
+    /// The roles of a hierarchy of `n` devices when a config names none:
+    /// every device caches the next one, and the last is home.
+    pub fn defaults(n: usize) -> Vec<DeviceRole> {
+        (0..n)
+            .map(|i| {
+                if i + 1 == n {
+                    DeviceRole::Home
+                } else {
+                    DeviceRole::Cache
+                }
+            })
+            .collect()
+    }
+}
 
 /// One device of a volume as policies see it.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +59,8 @@ pub struct DeviceSpec {
     pub name: String,
     /// Blocks of this device the volume may use.
     pub capacity_blocks: u64,
+    /// What the device is for.
+    pub role: DeviceRole,
 }
 
 /// Shape of a volume: its size, block size and devices (fastest first).
@@ -29,6 +72,51 @@ pub struct VolumeSpec {
     pub block_size: u32,
     /// Devices, fastest first.
     pub devices: Vec<DeviceSpec>,
+}
+
+impl VolumeSpec {
+    /// The devices with `role`, fastest first.
+    pub fn with_role(&self, role: DeviceRole) -> impl Iterator<Item = DeviceIndex> + '_ {
+        self.devices
+            .iter()
+            .enumerate()
+            .filter(move |(_, d)| d.role == role)
+            .map(|(i, _)| i as DeviceIndex)
+    }
+
+    /// The device that holds blocks placed nowhere else: the home device,
+    /// or `None` when no device has that role.
+    pub fn home(&self) -> Option<DeviceIndex> {
+        self.with_role(DeviceRole::Home).next()
+    }
+
+    /// Checks what every volume must satisfy: at most
+    /// [`crate::types::MAX_DEVICES`] devices, at most one home device, and
+    /// devices that allocate locations among the first
+    /// [`crate::map::LOC_DEVICES`].
+    pub fn validate(&self) -> Result<(), String> {
+        if self.devices.is_empty() || self.devices.len() > crate::types::MAX_DEVICES {
+            return Err(format!(
+                "a volume has 1 to {} devices, this one has {}",
+                crate::types::MAX_DEVICES,
+                self.devices.len()
+            ));
+        }
+        if self.with_role(DeviceRole::Home).count() > 1 {
+            return Err("at most one device can have the role 'home'".into());
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            if d.role != DeviceRole::Home && i >= crate::map::LOC_DEVICES {
+                return Err(format!(
+                    "device {i} ('{}') has the role '{}', but only the first {} devices can hold blocks at locations they allocate; make it the home device",
+                    d.name,
+                    d.role.as_str(),
+                    crate::map::LOC_DEVICES
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Read-only view of which blocks are locked by in-flight work.
@@ -160,65 +248,4 @@ pub enum PolicyError {
         /// What is wrong.
         message: String,
     },
-}
-
-/// Constructor signature of a registered policy.
-pub type PolicyBuilder = fn(&Params, &VolumeSpec, u64) -> Result<Box<dyn Policy>, PolicyError>;
-
-/// A registry entry: name, one-line description, constructor.
-pub struct Registered {
-    /// Short name used in configs and on the command line.
-    pub name: &'static str,
-    /// One line saying what the policy does.
-    pub summary: &'static str,
-    /// Builds the policy from parameters, volume shape and seed.
-    pub build: PolicyBuilder,
-}
-
-/// Every policy tiermux knows. Adding a policy adds one line here.
-pub static REGISTRY: &[Registered] = &[
-    crate::policies::classic::REGISTERED,
-    crate::policies::split::REGISTERED,
-    crate::policies::nhc::REGISTERED,
-    crate::policies::sib::REGISTERED_PLUS,
-    crate::policies::sib::REGISTERED_PLUS_PLUS,
-    crate::policies::lbica::REGISTERED,
-    crate::policies::passthrough::REGISTERED,
-];
-
-/// Builds the policy `name` with `params` for `volume`, seeded by `seed`.
-/// Unknown names and unknown or invalid parameters are errors.
-pub fn build_policy(
-    name: &str,
-    params: &Params,
-    volume: &VolumeSpec,
-    seed: u64,
-) -> Result<Box<dyn Policy>, PolicyError> {
-    let reg = REGISTRY
-        .iter()
-        .find(|r| r.name == name)
-        .ok_or_else(|| PolicyError::Unknown {
-            name: name.to_string(),
-            known: REGISTRY
-                .iter()
-                .map(|r| r.name)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-    let policy = (reg.build)(params, volume, seed)?;
-    params
-        .reject_unused("see `tiermux policies` for the parameters of each policy")
-        .map_err(|source| PolicyError::Param {
-            policy: name.to_string(),
-            source,
-        })?;
-    Ok(policy)
-}
-
-/// Wraps a [`ParamError`] for policy `policy`.
-pub fn param_err(policy: &str) -> impl Fn(ParamError) -> PolicyError + '_ {
-    move |source| PolicyError::Param {
-        policy: policy.to_string(),
-        source,
-    }
 }

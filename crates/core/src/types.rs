@@ -51,8 +51,15 @@ impl Purpose {
     }
 }
 
+/// Index of an operation within its plan.
+pub type PlanIndex = u16;
+
 /// Marker for "this operation depends on nothing".
-pub const NO_DEP: u8 = u8::MAX;
+pub const NO_DEP: PlanIndex = PlanIndex::MAX;
+
+/// The most operations one plan may hold: enough to move a 64 MiB segment
+/// of 4 KiB blocks (a read and a write per block).
+pub const MAX_PLAN_IOS: usize = 32 * 1024;
 
 /// One device operation of a plan.
 ///
@@ -72,7 +79,7 @@ pub struct Io {
     pub purpose: Purpose,
     /// Index (within the plan) of the operation that must complete first, or
     /// [`NO_DEP`].
-    pub after: u8,
+    pub after: PlanIndex,
     /// Whether the client's acknowledgement waits for this operation.
     pub acks: bool,
 }
@@ -87,15 +94,24 @@ pub struct Plan {
 impl Plan {
     /// Appends an operation and returns its index for `after` references.
     #[inline]
-    pub fn push(&mut self, io: Io) -> u8 {
-        debug_assert!(self.ios.len() < NO_DEP as usize);
+    pub fn push(&mut self, io: Io) -> PlanIndex {
+        let index = self.ios.len();
+        assert!(
+            index < MAX_PLAN_IOS,
+            "a plan holds at most {MAX_PLAN_IOS} operations"
+        );
+        assert!(
+            io.after == NO_DEP || (io.after as usize) < index,
+            "operation {index} depends on a later one ({})",
+            io.after
+        );
         self.ios.push(io);
-        (self.ios.len() - 1) as u8
+        index as PlanIndex
     }
 
     /// Appends a client read or write that the acknowledgement waits for.
     #[inline]
-    pub fn client(&mut self, device: DeviceIndex, dir: Op, addr: u64) -> u8 {
+    pub fn client(&mut self, device: DeviceIndex, dir: Op, addr: u64) -> PlanIndex {
         self.push(Io {
             device,
             dir,
@@ -111,7 +127,7 @@ impl Plan {
     /// issuing a new one. `acks` says whether the client waits for the copy.
     pub fn copy(
         &mut self,
-        read_index: Option<u8>,
+        read_index: Option<PlanIndex>,
         src: (DeviceIndex, u64),
         dst: (DeviceIndex, u64),
         purpose: Purpose,
@@ -152,8 +168,9 @@ impl Plan {
 /// How a policy classified a client access, for hit-ratio accounting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// The data was present in a cache device.
-    Hit,
+    /// The data was present in a cache device; the device named served the
+    /// access (a cache, or the home device when the policy offloads a hit).
+    Hit(DeviceIndex),
     /// The data had to come from (or go to) its home device only.
     Miss,
     /// The policy has no notion of hits (splitting, striping, tiering).

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use tiermux_core::dispatch::MapEvent;
-use tiermux_core::policy::{DeviceSpec, VolumeSpec};
+use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
 use tiermux_core::rng::Rng;
 use tiermux_core::{build_policy, Access, Dispatcher, Observation, Op, ParamValue, Params};
 
@@ -26,10 +26,12 @@ fn volume() -> VolumeSpec {
             DeviceSpec {
                 name: "fast".into(),
                 capacity_blocks: CACHE_BLOCKS,
+                role: DeviceRole::Cache,
             },
             DeviceSpec {
                 name: "slow".into(),
                 capacity_blocks: VOL_BLOCKS,
+                role: DeviceRole::Home,
             },
         ],
     }
@@ -261,7 +263,7 @@ fn restore_rejects_corrupt_slots() {
     for (b, slot) in [(5u64, 3u32), (6, 3)] {
         let e = map.entry_mut(b);
         e.present |= 1;
-        e.slot = slot;
+        e.set_loc(0, slot);
     }
     let policy = build_policy("classic", &Params::new(), &vol, 1).unwrap();
     let err = Dispatcher::with_map(policy, map)
@@ -271,7 +273,7 @@ fn restore_rejects_corrupt_slots() {
     let mut map = tiermux_core::PlacementMap::new(1);
     let e = map.entry_mut(9);
     e.present |= 1;
-    e.slot = 1000;
+    e.set_loc(0, 1000);
     let policy = build_policy("classic", &Params::new(), &vol, 1).unwrap();
     let err = Dispatcher::with_map(policy, map)
         .err()

@@ -12,6 +12,8 @@
 //! path = "fast.img"        # file or block device, relative to --data-dir
 //! size = "256MiB"          # required for every device but the last
 //! profile = "emu-optane"   # optional: emulated timing (built-in or [[profile]])
+//! role = "cache"           # optional: cache, tier or home (default: every
+//!                          # device caches the next one; the last is home)
 //!
 //! [policy]
 //! name = "nhc"             # any policy of `tiermux policies`
@@ -22,7 +24,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use tiermux_core::Params;
+use tiermux_core::{DeviceRole, Params};
 use tiermux_device::lookup_profile;
 use tiermux_device::ProfileSpec;
 
@@ -101,6 +103,8 @@ struct DeviceFile {
     profile: Option<String>,
     #[serde(default)]
     direct: Option<bool>,
+    #[serde(default)]
+    role: Option<DeviceRole>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -178,6 +182,9 @@ pub struct DeviceConfig {
     pub profile: Option<ProfileSpec>,
     /// Try O_DIRECT.
     pub direct: bool,
+    /// What the device is for (default: every device caches the next, the
+    /// last is home).
+    pub role: DeviceRole,
 }
 
 /// A resolved volume configuration.
@@ -276,6 +283,7 @@ impl VolumeConfig {
                 size_bytes: size,
                 profile,
                 direct: d.direct.unwrap_or(true),
+                role: d.role.unwrap_or(DeviceRole::defaults(n)[i]),
             });
         }
         let mut policy_table = f.policy.clone();

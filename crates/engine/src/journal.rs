@@ -8,10 +8,19 @@
 //! - `checkpoint`: every non-default entry at one moment, and the journal
 //!   generation that continues it. Written to a temporary file, synced and
 //!   renamed, so it is always whole.
-//! - `journal.<generation>`: 32-byte records `(seq, block, entry, crc)`
-//!   appended in order. Recovery replays the records that follow the
-//!   checkpoint and stops at the first record whose checksum or sequence
-//!   number is wrong (a write torn by a crash).
+//! - `journal.<generation>`: records `(seq, block, entry, crc)` appended
+//!   in order. Recovery replays the records that follow the checkpoint and
+//!   stops at the first record whose checksum or sequence number is wrong
+//!   (a write torn by a crash).
+//!
+//! Formats. `volume.json` names the format the directory was written in,
+//! each checkpoint names its own in its magic, and a journal generation's
+//! records use the format of the checkpoint that starts it. Format 2 (40-byte
+//! records, 24-byte entries with a location on each of the first three
+//! devices; each entry carries the number 2) is written; format 1 (32-byte
+//! records, 16-byte entries with one cache slot, on device 0) is read and
+//! upgraded by the checkpoint every start writes. Other formats are refused
+//! with a message naming them.
 //!
 //! The engine decides *when* a record is written (see `volume.rs` and
 //! `ARCHITECTURE.md`); this module makes the records durable against a
@@ -30,9 +39,95 @@ use serde::{Deserialize, Serialize};
 use tiermux_core::map::BlockMap;
 use tiermux_core::{Entry, PlacementMap};
 
-const RECORD_BYTES: usize = 32;
-const CHECKPOINT_MAGIC: &[u8; 8] = b"TMXCKPT1";
-const CHECKPOINT_ENTRY_BYTES: usize = 16;
+/// The metadata format this engine writes.
+pub const FORMAT: u32 = 2;
+
+/// The byte layout of one metadata format.
+#[derive(Debug, PartialEq, Eq)]
+struct Layout {
+    format: u32,
+    record_bytes: usize,
+    entry_bytes: usize,
+    checkpoint_magic: &'static [u8; 8],
+}
+
+const V1: Layout = Layout {
+    format: 1,
+    record_bytes: 32,
+    entry_bytes: 16,
+    checkpoint_magic: b"TMXCKPT1",
+};
+
+const V2: Layout = Layout {
+    format: 2,
+    record_bytes: 40,
+    entry_bytes: 24,
+    checkpoint_magic: b"TMXCKPT2",
+};
+
+const CURRENT: &Layout = &V2;
+const _: () = assert!(CURRENT.format == FORMAT);
+
+impl Layout {
+    fn of(format: u32) -> Option<&'static Layout> {
+        [&V1, &V2].into_iter().find(|l| l.format == format)
+    }
+
+    fn of_checkpoint(magic: &[u8]) -> Option<&'static Layout> {
+        [&V1, &V2]
+            .into_iter()
+            .find(|l| &l.checkpoint_magic[..] == magic)
+    }
+
+    /// Encodes `(block, e)` into `out` (`entry_bytes` long).
+    fn encode_entry(&self, block: u64, e: &Entry, out: &mut [u8]) {
+        assert_eq!(out.len(), self.entry_bytes);
+        assert_eq!(self.format, FORMAT, "only the current format is written");
+        out[0..8].copy_from_slice(&block.to_le_bytes());
+        out[8] = e.present;
+        out[9] = e.dirty;
+        out[10] = e.stale;
+        out[11] = FORMAT as u8;
+        for (i, loc) in e.loc.iter().enumerate() {
+            out[12 + 4 * i..16 + 4 * i].copy_from_slice(&loc.to_le_bytes());
+        }
+    }
+
+    /// Decodes an entry, or `None` when it does not carry this format's
+    /// mark.
+    fn decode_entry(&self, b: &[u8]) -> Option<(u64, Entry)> {
+        let word = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let block = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
+        let mut e = Entry {
+            present: b[8],
+            dirty: b[9],
+            stale: b[10],
+            ..Entry::default()
+        };
+        match self.format {
+            1 if b[11] == 0 => e.loc[0] = word(12),
+            2 if b[11] == 2 => {
+                for i in 0..e.loc.len() {
+                    e.loc[i] = word(12 + 4 * i);
+                }
+            }
+            _ => return None,
+        }
+        Some((block, e))
+    }
+
+    /// Decodes a journal record expecting sequence number `seq`; `None`
+    /// when it is torn, damaged or out of sequence.
+    fn decode_record(&self, r: &[u8], seq: u64) -> Option<(u64, Entry)> {
+        let n = self.record_bytes;
+        let crc = u32::from_le_bytes(r[n - 4..n].try_into().expect("4 bytes"));
+        let got_seq = u64::from_le_bytes(r[0..8].try_into().expect("8 bytes"));
+        if crc32fast::hash(&r[..n - 4]) != crc || got_seq != seq {
+            return None;
+        }
+        self.decode_entry(&r[8..8 + self.entry_bytes])
+    }
+}
 
 /// The shape a metadata directory was written for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +165,14 @@ pub enum MetaError {
         dir: PathBuf,
         /// What differs.
         differences: String,
+    },
+    /// The directory was written in a format this engine cannot read.
+    #[error("metadata in {dir} has format {format}; this tiermux reads formats 1 and 2 (a newer tiermux may have written it)")]
+    Format {
+        /// The directory.
+        dir: PathBuf,
+        /// The format `volume.json` names.
+        format: u32,
     },
     /// A file is damaged beyond a torn journal tail.
     #[error("metadata {path} is corrupt: {message}")]
@@ -110,27 +213,6 @@ fn strip(mut e: Entry) -> Entry {
     e
 }
 
-fn encode_entry(block: u64, e: &Entry, out: &mut [u8]) {
-    out[0..8].copy_from_slice(&block.to_le_bytes());
-    out[8] = e.present;
-    out[9] = e.dirty;
-    out[10] = e.stale;
-    out[11] = 0;
-    out[12..16].copy_from_slice(&e.slot.to_le_bytes());
-}
-
-fn decode_entry(b: &[u8]) -> (u64, Entry) {
-    let block = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
-    let e = Entry {
-        present: b[8],
-        dirty: b[9],
-        stale: b[10],
-        flags: 0,
-        slot: u32::from_le_bytes(b[12..16].try_into().expect("4 bytes")),
-    };
-    (block, e)
-}
-
 fn journal_path(dir: &Path, generation: u64) -> PathBuf {
     dir.join(format!("journal.{generation}"))
 }
@@ -164,10 +246,14 @@ impl Metadata {
         shape: &VolumeShape,
         home: u8,
     ) -> Result<(Metadata, PlacementMap, Recovery), MetaError> {
+        assert_eq!(shape.format, FORMAT, "new volumes use the current format");
         let t0 = Instant::now();
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let shape_path = dir.join("volume.json");
         let mut rec = Recovery::default();
+        // The layout of journal records when no checkpoint says otherwise.
+        let mut layout = CURRENT;
+        let mut upgrade = false;
         match std::fs::read(&shape_path) {
             Ok(bytes) => {
                 let old: VolumeShape =
@@ -175,7 +261,16 @@ impl Metadata {
                         path: shape_path.clone(),
                         message: e.to_string(),
                     })?;
-                let differences = describe_differences(&old, shape);
+                layout = Layout::of(old.format).ok_or_else(|| MetaError::Format {
+                    dir: dir.to_path_buf(),
+                    format: old.format,
+                })?;
+                upgrade = old.format != FORMAT;
+                let same_format = VolumeShape {
+                    format: FORMAT,
+                    ..old
+                };
+                let differences = describe_differences(&same_format, shape);
                 if !differences.is_empty() {
                     return Err(MetaError::Mismatch {
                         dir: dir.to_path_buf(),
@@ -194,7 +289,8 @@ impl Metadata {
         let mut generation = 1;
         let mut next_seq = 0;
         let ckpt_path = dir.join("checkpoint");
-        if let Some((g, seq, entries)) = read_checkpoint(&ckpt_path)? {
+        if let Some((ckpt_layout, g, seq, entries)) = read_checkpoint(&ckpt_path)? {
+            layout = ckpt_layout;
             generation = g;
             next_seq = seq;
             rec.checkpoint_entries = entries.len() as u64;
@@ -210,18 +306,15 @@ impl Metadata {
                 Err(e) => return Err(io_err(&path)(e)),
             };
             let mut off = 0;
-            while off + RECORD_BYTES <= bytes.len() {
-                let r = &bytes[off..off + RECORD_BYTES];
-                let crc = u32::from_le_bytes(r[28..32].try_into().expect("4 bytes"));
-                let seq = u64::from_le_bytes(r[0..8].try_into().expect("8 bytes"));
-                if crc32fast::hash(&r[..28]) != crc || seq != next_seq {
+            let n = layout.record_bytes;
+            while off + n <= bytes.len() {
+                let Some((block, e)) = layout.decode_record(&bytes[off..off + n], next_seq) else {
                     break;
-                }
-                let (block, e) = decode_entry(&r[8..24]);
+                };
                 set_entry(&mut durable, home, block, e);
                 next_seq += 1;
                 rec.journal_records += 1;
-                off += RECORD_BYTES;
+                off += n;
             }
             rec.discarded_bytes += (bytes.len() - off) as u64;
             if off < bytes.len() && journal_path(dir, g + 1).exists() {
@@ -242,6 +335,11 @@ impl Metadata {
         let new_generation = g.max(generation) + 1;
         write_checkpoint(dir, new_generation, next_seq, &durable)?;
         remove_journals_before(dir, new_generation)?;
+        if upgrade {
+            // The checkpoint holds everything in the current format now.
+            let json = serde_json::to_vec_pretty(shape).expect("shape serializes");
+            write_atomically(dir, "volume.json", &json)?;
+        }
         let jpath = journal_path(dir, new_generation);
         let journal = OpenOptions::new()
             .create(true)
@@ -288,11 +386,12 @@ impl Metadata {
             return;
         }
         set_entry(&mut self.durable, self.home, block, e);
-        let mut r = [0u8; RECORD_BYTES];
+        const N: usize = CURRENT.record_bytes;
+        let mut r = [0u8; N];
         r[0..8].copy_from_slice(&self.next_seq.to_le_bytes());
-        encode_entry(block, &e, &mut r[8..24]);
-        let crc = crc32fast::hash(&r[..28]);
-        r[28..32].copy_from_slice(&crc.to_le_bytes());
+        CURRENT.encode_entry(block, &e, &mut r[8..8 + CURRENT.entry_bytes]);
+        let crc = crc32fast::hash(&r[..N - 4]);
+        r[N - 4..].copy_from_slice(&crc.to_le_bytes());
         self.pending.extend_from_slice(&r);
         self.next_seq += 1;
     }
@@ -308,7 +407,7 @@ impl Metadata {
         self.journal
             .write_all_at(&self.pending, self.journal_len)
             .map_err(io_err(&path))?;
-        let n = (self.pending.len() / RECORD_BYTES) as u64;
+        let n = (self.pending.len() / CURRENT.record_bytes) as u64;
         self.journal_len += self.pending.len() as u64;
         self.records_in_generation += n;
         self.records_written += n;
@@ -455,17 +554,17 @@ fn write_checkpoint(
     seq: u64,
     map: &BlockMap<Entry>,
 ) -> Result<(), MetaError> {
-    let mut bytes = Vec::with_capacity(32 + map.len() * CHECKPOINT_ENTRY_BYTES + 4);
-    bytes.extend_from_slice(CHECKPOINT_MAGIC);
+    let mut bytes = Vec::with_capacity(32 + map.len() * CURRENT.entry_bytes + 4);
+    bytes.extend_from_slice(CURRENT.checkpoint_magic);
     bytes.extend_from_slice(&generation.to_le_bytes());
     bytes.extend_from_slice(&seq.to_le_bytes());
     bytes.extend_from_slice(&(map.len() as u64).to_le_bytes());
     // Sorted, so that a checkpoint of a given map is always the same bytes.
     let mut entries: Vec<_> = map.iter().map(|(&b, &e)| (b, e)).collect();
     entries.sort_unstable_by_key(|x| x.0);
-    let mut buf = [0u8; CHECKPOINT_ENTRY_BYTES];
+    let mut buf = [0u8; CURRENT.entry_bytes];
     for (b, e) in entries {
-        encode_entry(b, &e, &mut buf);
+        CURRENT.encode_entry(b, &e, &mut buf);
         bytes.extend_from_slice(&buf);
     }
     let crc = crc32fast::hash(&bytes);
@@ -473,7 +572,8 @@ fn write_checkpoint(
     write_atomically(dir, "checkpoint", &bytes)
 }
 
-type CheckpointContents = (u64, u64, HashMap<u64, Entry>);
+/// A checkpoint's format, generation, sequence number and entries.
+type CheckpointContents = (&'static Layout, u64, u64, HashMap<u64, Entry>);
 
 fn read_checkpoint(path: &Path) -> Result<Option<CheckpointContents>, MetaError> {
     let mut bytes = Vec::new();
@@ -488,9 +588,14 @@ fn read_checkpoint(path: &Path) -> Result<Option<CheckpointContents>, MetaError>
         path: path.to_path_buf(),
         message: message.to_string(),
     };
-    if bytes.len() < 36 || &bytes[0..8] != CHECKPOINT_MAGIC {
+    if bytes.len() < 36 {
         return Err(corrupt("bad header"));
     }
+    let Some(layout) = Layout::of_checkpoint(&bytes[0..8]) else {
+        return Err(corrupt(
+            "bad header (not a checkpoint of format 1 or 2; a newer tiermux may have written it)",
+        ));
+    };
     let body = bytes.len() - 4;
     let crc = u32::from_le_bytes(bytes[body..].try_into().expect("4 bytes"));
     if crc32fast::hash(&bytes[..body]) != crc {
@@ -498,14 +603,15 @@ fn read_checkpoint(path: &Path) -> Result<Option<CheckpointContents>, MetaError>
     }
     let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
     let (generation, seq, count) = (word(8), word(16), word(24));
-    if 32 + count as usize * CHECKPOINT_ENTRY_BYTES != body {
+    if (count as usize).checked_mul(layout.entry_bytes) != Some(body - 32) {
         return Err(corrupt("entry count does not match the length"));
     }
     let entries = bytes[32..body]
-        .chunks_exact(CHECKPOINT_ENTRY_BYTES)
-        .map(decode_entry)
-        .collect();
-    Ok(Some((generation, seq, entries)))
+        .chunks_exact(layout.entry_bytes)
+        .map(|b| layout.decode_entry(b))
+        .collect::<Option<HashMap<_, _>>>()
+        .ok_or_else(|| corrupt("an entry does not carry the checkpoint's format"))?;
+    Ok(Some((layout, generation, seq, entries)))
 }
 
 fn remove_journals_before(dir: &Path, generation: u64) -> Result<(), MetaError> {
@@ -533,7 +639,7 @@ mod tests {
 
     fn shape() -> VolumeShape {
         VolumeShape {
-            format: 1,
+            format: FORMAT,
             block_size: 4096,
             num_blocks: 1000,
             devices: vec![("fast".into(), 100), ("slow".into(), 1000)],
@@ -556,13 +662,13 @@ mod tests {
             },
             1 => Entry {
                 present: 0b11,
-                slot: rng.below(100) as u32,
+                loc: [rng.below(100) as u32, 0, 0],
                 ..Entry::default()
             },
             _ => Entry {
-                present: 0b11,
-                dirty: 0b01,
-                slot: rng.below(100) as u32,
+                present: 0b111,
+                dirty: 0b101,
+                loc: [rng.below(100) as u32, 0, u32::MAX - rng.below(100) as u32],
                 flags: 1,
                 ..Entry::default()
             },
@@ -611,7 +717,7 @@ mod tests {
         let (mut m, _, _) = Metadata::open(&dir, &shape(), 1).unwrap();
         let e = Entry {
             present: 0b11,
-            slot: 9,
+            loc: [9, 0, 0],
             ..Entry::default()
         };
         m.record(5, e);
@@ -629,7 +735,84 @@ mod tests {
         let (_, map, rec) = Metadata::open(&dir, &shape(), 1).unwrap();
         assert_eq!(map.get(5), e);
         assert!(!map.has_entry(6) && !map.has_entry(7));
-        assert_eq!((rec.journal_records, rec.discarded_bytes), (1, 27));
+        assert_eq!(
+            (rec.journal_records, rec.discarded_bytes),
+            (1, CURRENT.record_bytes as u64 - 5)
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A format-1 directory, written byte by byte as format 1 defines it:
+    /// a checkpoint with block 3 in cache slot 7, and a journal record
+    /// putting block 4 dirty in slot 8.
+    fn write_format_1(dir: &Path, format: u32) {
+        std::fs::create_dir_all(dir).unwrap();
+        let shape = VolumeShape { format, ..shape() };
+        std::fs::write(dir.join("volume.json"), serde_json::to_vec(&shape).unwrap()).unwrap();
+        let entry = |block: u64, present: u8, dirty: u8, slot: u32| {
+            let mut b = block.to_le_bytes().to_vec();
+            b.extend_from_slice(&[present, dirty, 0, 0]);
+            b.extend_from_slice(&slot.to_le_bytes());
+            b
+        };
+        let mut ck = b"TMXCKPT1".to_vec();
+        for word in [1u64, 0, 1] {
+            ck.extend_from_slice(&word.to_le_bytes());
+        }
+        ck.extend(entry(3, 0b11, 0, 7));
+        let crc = crc32fast::hash(&ck);
+        ck.extend_from_slice(&crc.to_le_bytes());
+        std::fs::write(dir.join("checkpoint"), ck).unwrap();
+        let mut r = 0u64.to_le_bytes().to_vec();
+        r.extend(entry(4, 0b11, 0b01, 8));
+        r.extend_from_slice(&[0; 4]);
+        let crc = crc32fast::hash(&r);
+        r.extend_from_slice(&crc.to_le_bytes());
+        std::fs::write(journal_path(dir, 1), r).unwrap();
+    }
+
+    #[test]
+    fn format_1_is_read_and_upgraded_and_unknown_formats_refused() {
+        let dir = tmpdir("format1");
+        write_format_1(&dir, 1);
+        let slot = |loc: u32| [loc, 0, 0];
+        for round in 0..2 {
+            let (m, map, rec) = Metadata::open(&dir, &shape(), 1).unwrap();
+            assert_eq!(
+                as_sorted(&map),
+                vec![
+                    (
+                        3,
+                        Entry {
+                            present: 0b11,
+                            loc: slot(7),
+                            ..Entry::default()
+                        }
+                    ),
+                    (
+                        4,
+                        Entry {
+                            present: 0b11,
+                            dirty: 0b01,
+                            loc: slot(8),
+                            ..Entry::default()
+                        }
+                    ),
+                ],
+                "round {round}"
+            );
+            assert_eq!(rec.journal_records, if round == 0 { 1 } else { 0 });
+            drop(m);
+            let json = std::fs::read_to_string(dir.join("volume.json")).unwrap();
+            assert!(json.contains("\"format\": 2"), "upgraded: {json}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        write_format_1(&dir, 9);
+        let e = Metadata::open(&dir, &shape(), 1).err().unwrap().to_string();
+        assert!(
+            e.contains("has format 9") && e.contains("reads formats 1 and 2"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 

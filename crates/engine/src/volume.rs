@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 
 use tiermux_core::dispatch::{MapEvent, NO_TAG};
+use tiermux_core::map::LOC_DEVICES;
 use tiermux_core::policy::{DeviceSpec, VolumeSpec};
 use tiermux_core::{build_policy, Access, Dispatcher, Entry, ObservationBuilder, Op, Outcome};
 
@@ -151,7 +152,7 @@ struct Req {
 
 struct DevOp {
     flight: u32,
-    index: u8,
+    index: tiermux_core::PlanIndex,
     device: u8,
     dir: Op,
     /// Pool buffer read into or written from; `None` for client writes.
@@ -276,13 +277,17 @@ impl Volume {
                 .map(|d| DeviceSpec {
                     name: d.name.clone(),
                     capacity_blocks: d.size_bytes / bs,
+                    role: d.role,
                 })
                 .collect(),
         };
         let policy = build_policy(&cfg.policy, &cfg.params, &spec, cfg.seed)?;
-        let home = (devices.len() - 1) as u8;
+        let home = spec.home().ok_or_else(|| OpenError::Restore {
+            dir: cfg.metadata_dir.display().to_string(),
+            message: "the engine needs a device with the role 'home' (volumes without one are not served yet)".into(),
+        })?;
         let shape = VolumeShape {
-            format: 1,
+            format: crate::journal::FORMAT,
             block_size: cfg.block_size,
             num_blocks: spec.num_blocks,
             devices: (0..devices.len())
@@ -682,7 +687,7 @@ impl Volume {
         self.obs.outcome(a.access.op, a.outcome);
         if a.access.op == Op::Read {
             match a.outcome {
-                Outcome::Hit => self.stats.read_hits += 1,
+                Outcome::Hit(_) => self.stats.read_hits += 1,
                 Outcome::Miss => self.stats.read_misses += 1,
                 Outcome::NotApplicable => {}
             }
@@ -914,13 +919,25 @@ fn valid(e: &Entry) -> u8 {
 
 fn drop_devices(mut e: Entry, devices: u8, home: u8) -> Entry {
     let devices = devices & !(1 << home);
-    e.present &= !devices;
-    e.dirty &= !devices;
-    e.stale &= !devices;
-    if e.present & !(1 << home) == 0 {
-        e.slot = 0;
+    for d in 0..tiermux_core::types::MAX_DEVICES as u8 {
+        if devices & (1 << d) != 0 {
+            e.drop_copy(d);
+        }
     }
     e
+}
+
+/// Devices present in both entries at different locations.
+fn relocated(old: &Entry, new: &Entry) -> u8 {
+    (0..LOC_DEVICES as u8)
+        .filter(|&d| old.present & new.present & (1 << d) != 0 && old.loc(d) != new.loc(d))
+        .fold(0, |m, d| m | 1 << d)
+}
+
+/// Devices whose copy in `old` is not kept as it is in `new`: gone, or at
+/// another location.
+fn changed_copies(old: &Entry, new: &Entry) -> u8 {
+    (old.present & !new.present) | relocated(old, new)
 }
 
 /// The durable entry of a decision's own block while its plan runs: the
@@ -929,9 +946,8 @@ fn drop_devices(mut e: Entry, devices: u8, home: u8) -> Entry {
 /// overwritten in place (as a disk overwrites a sector).
 fn pre_entry(old: Entry, new: Entry, written: u8, home: u8) -> Entry {
     let old = strip_flags(old);
-    let moved = if old.slot != new.slot { old.present } else { 0 };
     let dropped = valid(&old) & !valid(&new);
-    let removed = (written | moved | dropped) & !(1 << home);
+    let removed = (written | changed_copies(&old, &new) | dropped) & !(1 << home);
     if valid(&old) & !removed == 0 {
         // Every current copy is being replaced. A dirty block's copy is the
         // only current data (home is older), so it stays; a clean block
@@ -953,14 +969,11 @@ fn pre_entry(old: Entry, new: Entry, written: u8, home: u8) -> Entry {
 fn reduction(old: Entry, new: Entry, home: u8) -> (Entry, bool) {
     let old = strip_flags(old);
     let new = strip_flags(new);
-    let grew = valid(&new) & !valid(&old) != 0
-        || (old.slot != new.slot && new.present & old.present & !(1 << home) != 0);
+    let grew = valid(&new) & !valid(&old) != 0 || relocated(&old, &new) & !(1 << home) != 0;
     if old == new {
         return (new, false);
     }
-    let moved = if old.slot != new.slot { old.present } else { 0 };
-    let removed =
-        (moved | (old.present & !new.present) | (valid(&old) & !valid(&new))) & !(1 << home);
+    let removed = (changed_copies(&old, &new) | (valid(&old) & !valid(&new))) & !(1 << home);
     let mut r = drop_devices(old, removed, home);
     // Dirtiness cleared without I/O is not trusted; dirtiness added is.
     r.dirty |= new.dirty & r.present;
@@ -983,7 +996,7 @@ mod tests {
             dirty,
             stale: 0,
             flags: 0,
-            slot,
+            loc: [slot, 0, 0],
         }
     }
 

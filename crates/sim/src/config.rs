@@ -407,7 +407,8 @@ impl SimConfig {
 }
 
 /// The volume a configuration describes: the first device offers
-/// `cache_blocks`, the others the whole volume.
+/// `cache_blocks`, the others the whole volume; every device caches the next
+/// and the last is home.
 pub fn volume_spec(
     c: &SimConfig,
     devices: &[(String, DeviceModel)],
@@ -419,13 +420,15 @@ pub fn volume_spec(
         devices: devices
             .iter()
             .enumerate()
-            .map(|(i, (name, _))| tiermux_core::policy::DeviceSpec {
+            .zip(tiermux_core::DeviceRole::defaults(devices.len()))
+            .map(|((i, (name, _)), role)| tiermux_core::policy::DeviceSpec {
                 name: name.clone(),
                 capacity_blocks: if i == 0 {
                     c.cache_blocks
                 } else {
                     volume_blocks
                 },
+                role,
             })
             .collect(),
     }

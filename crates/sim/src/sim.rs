@@ -129,7 +129,7 @@ pub struct RunResult {
 enum Ev {
     Io {
         flight: u32,
-        index: u8,
+        index: tiermux_core::PlanIndex,
         device: u8,
         dir: Op,
         addr: u64,
@@ -528,7 +528,7 @@ impl Simulator {
     fn io_done(
         &mut self,
         flight: u32,
-        index: u8,
+        index: tiermux_core::PlanIndex,
         device: u8,
         dir: Op,
         addr: u64,
@@ -581,7 +581,7 @@ impl Simulator {
         if op == Op::Read {
             for w in [&mut self.window, &mut self.sample_acc] {
                 match outcome {
-                    Outcome::Hit => w.read_hits += 1,
+                    Outcome::Hit(_) => w.read_hits += 1,
                     Outcome::Miss => w.read_misses += 1,
                     Outcome::NotApplicable => {}
                 }

@@ -5,7 +5,8 @@
 //! read; a deliberately broken policy shows that it does.
 
 use proptest::prelude::*;
-use tiermux_core::policies::cache::{CAP, PERF};
+const PERF: u8 = 0;
+const CAP: u8 = 1;
 use tiermux_core::policy::Ctx;
 use tiermux_core::{Access, Op, Outcome, Policy};
 use tiermux_sim::sim::{SimError, Simulator};
@@ -100,10 +101,7 @@ fn config(
 
 /// Every registered policy: a new one is checked without editing this file.
 fn policies() -> Vec<&'static str> {
-    tiermux_core::policy::REGISTRY
-        .iter()
-        .map(|r| r.name)
-        .collect()
+    tiermux_core::REGISTRY.iter().map(|r| r.name).collect()
 }
 
 proptest! {
@@ -181,7 +179,7 @@ impl Policy for ForgetfulWriteBack {
             Op::Write => {
                 self.cached.insert(a.block);
                 ctx.plan.client(PERF, Op::Write, a.block);
-                Outcome::Hit
+                Outcome::Hit(PERF)
             }
             Op::Read => {
                 // Bug: serves every other read from home, ignoring dirtiness.
@@ -192,7 +190,7 @@ impl Policy for ForgetfulWriteBack {
                     CAP
                 };
                 ctx.plan.client(dev, Op::Read, a.block);
-                Outcome::Hit
+                Outcome::Hit(dev)
             }
         }
     }

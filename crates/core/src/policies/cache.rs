@@ -1,23 +1,57 @@
 //! Classic inclusive caching over two devices, as a building block.
 //!
-//! Device 0 caches blocks whose home is device 1. The cache keeps a slot
+//! A cache device holds copies of blocks whose home is a backing device
+//! (by default device 0 over device 1; the volume's roles say which). The
+//! cache keeps a slot
 //! per cached block, replaces with LRU or ARC and writes in one of three
 //! modes. Every caching policy (classic, NHC, SIB, LBICA) is a
 //! [`CachePolicy`] over a [`Scheduler`] that only decides, per request,
 //! whether a miss is admitted and whether a clean hit is served by the cache,
 //! and adjusts those decisions on ticks.
 
+use super::param_err;
 use crate::map::PlacementMap;
 use crate::observe::Observation;
 use crate::params::Params;
-use crate::policy::{param_err, Ctx, LockView, Policy, PolicyError, TickCtx, VolumeSpec};
+use crate::policy::{Ctx, DeviceRole, LockView, Policy, PolicyError, TickCtx, VolumeSpec};
 use crate::replacement::{new_replacement, Replacement, ReplacementKind};
-use crate::types::{Access, Job, Op, Outcome, Purpose};
+use crate::types::{Access, DeviceIndex, Job, Op, Outcome, Purpose};
 
-/// The cache (performance) device.
-pub const PERF: u8 = 0;
-/// The home (capacity) device.
-pub const CAP: u8 = 1;
+/// The two devices a cache works between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CachePair {
+    /// The device holding cached copies, in slots it allocates.
+    pub cache: DeviceIndex,
+    /// The device the cache is in front of, holding every block at its
+    /// block number.
+    pub backing: DeviceIndex,
+}
+
+impl CachePair {
+    /// The first device of `vol` with the cache role over the home device.
+    pub fn of(vol: &VolumeSpec, policy: &str) -> Result<Self, PolicyError> {
+        let err = |message: String| PolicyError::Volume {
+            policy: policy.into(),
+            message,
+        };
+        let cache = vol.with_role(DeviceRole::Cache).next().ok_or_else(|| {
+            err(format!(
+                "needs a device with the role 'cache' (and a home device); the volume has {} device(s) with roles {}",
+                vol.devices.len(),
+                vol.devices.iter().map(|d| d.role.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        let backing = vol
+            .home()
+            .ok_or_else(|| err("needs a device with the role 'home' behind its cache".into()))?;
+        if backing <= cache {
+            return Err(err(format!(
+                "the cache (device {cache}) must come before the home device (device {backing})"
+            )));
+        }
+        Ok(CachePair { cache, backing })
+    }
+}
 
 /// Job kind: write a dirty cached block back to its home.
 pub const JOB_FLUSH: u8 = 1;
@@ -73,16 +107,15 @@ pub struct CacheConfig {
 
 impl CacheConfig {
     /// Reads the caching parameters shared by every caching policy.
-    pub fn from_params(p: &Params, vol: &VolumeSpec, policy: &str) -> Result<Self, PolicyError> {
+    pub fn from_params(
+        p: &Params,
+        vol: &VolumeSpec,
+        pair: CachePair,
+        policy: &str,
+    ) -> Result<Self, PolicyError> {
         let e = param_err(policy);
-        if vol.devices.len() < 2 {
-            return Err(PolicyError::Volume {
-                policy: policy.into(),
-                message: format!("needs 2 devices, the volume has {}", vol.devices.len()),
-            });
-        }
-        let dev0 = vol.devices[0].capacity_blocks;
-        let capacity_blocks = p.u64_in("cache_blocks", dev0, 1, dev0.max(1)).map_err(&e)? as usize;
+        let dev = vol.devices[pair.cache as usize].capacity_blocks;
+        let capacity_blocks = p.u64_in("cache_blocks", dev, 1, dev.max(1)).map_err(&e)? as usize;
         let replacement = match p
             .choice("replacement", "lru", &["lru", "arc"])
             .map_err(&e)?
@@ -133,6 +166,8 @@ impl CacheConfig {
 pub struct CacheCore {
     /// Settings.
     pub cfg: CacheConfig,
+    /// The cache device and the device behind it.
+    pub pair: CachePair,
     repl: Box<dyn Replacement>,
     dirty_blocks: u64,
     flushes_queued: u32,
@@ -142,10 +177,11 @@ pub struct CacheCore {
 
 impl CacheCore {
     /// An empty cache.
-    pub fn new(cfg: CacheConfig) -> Self {
+    pub fn new(cfg: CacheConfig, pair: CachePair) -> Self {
         let repl = new_replacement(cfg.replacement, cfg.capacity_blocks);
         CacheCore {
             cfg,
+            pair,
             repl,
             dirty_blocks: 0,
             flushes_queued: 0,
@@ -154,12 +190,15 @@ impl CacheCore {
         }
     }
 
-    /// Address space per device: the cache's slots, then the whole volume.
+    /// Address space per device: the cache's slots, the whole volume on
+    /// the backing device, nothing elsewhere.
     pub fn address_space(&self, device: usize, vol_blocks: u64) -> u64 {
-        if device == PERF as usize {
+        if device == self.pair.cache as usize {
             self.cfg.capacity_blocks as u64
-        } else {
+        } else if device == self.pair.backing as usize {
             vol_blocks
+        } else {
+            0
         }
     }
 
@@ -183,23 +222,26 @@ impl CacheCore {
         admit_miss: bool,
         hit_to_cache: &mut dyn FnMut() -> bool,
     ) -> Outcome {
+        let CachePair { cache, backing } = self.pair;
         let e = ctx.map.get(block);
-        if e.valid_on(PERF) {
-            if e.dirty_on(PERF) || hit_to_cache() {
-                self.repl.on_hit(e.slot);
-                ctx.plan.client(PERF, Op::Read, e.slot as u64);
+        if e.valid_on(cache) {
+            let served = if e.dirty_on(cache) || hit_to_cache() {
+                self.repl.on_hit(e.loc(cache));
+                ctx.plan.client(cache, Op::Read, e.loc(cache) as u64);
+                cache
             } else {
-                ctx.plan.client(CAP, Op::Read, block);
-            }
-            return Outcome::Hit;
+                ctx.plan.client(backing, Op::Read, block);
+                backing
+            };
+            return Outcome::Hit(served);
         }
-        let r = ctx.plan.client(CAP, Op::Read, block);
+        let r = ctx.plan.client(backing, Op::Read, block);
         if admit_miss && ctx.may_write {
             if let Some(slot) = self.admit(block, ctx.map, ctx.locks, ctx.jobs) {
                 ctx.plan.copy(
                     Some(r),
-                    (CAP, block),
-                    (PERF, slot as u64),
+                    (backing, block),
+                    (cache, slot as u64),
                     Purpose::Admit,
                     self.cfg.fill_sync,
                 );
@@ -212,39 +254,44 @@ impl CacheCore {
     /// false a write miss goes to the home device without taking a cache
     /// slot, whatever the mode (hits are handled as the mode says).
     pub fn write(&mut self, block: u64, ctx: &mut Ctx<'_>, allocate_miss: bool) -> Outcome {
+        let CachePair { cache, backing } = self.pair;
         let e = ctx.map.get(block);
-        let hit = e.valid_on(PERF);
-        let outcome = if hit { Outcome::Hit } else { Outcome::Miss };
+        let hit = e.valid_on(cache);
+        let outcome = if hit {
+            Outcome::Hit(cache)
+        } else {
+            Outcome::Miss
+        };
         match self.cfg.write_mode {
             WriteMode::Through => {
                 let slot = if hit {
-                    self.repl.on_hit(e.slot);
-                    Some(e.slot)
+                    self.repl.on_hit(e.loc(cache));
+                    Some(e.loc(cache))
                 } else if allocate_miss {
                     self.admit(block, ctx.map, ctx.locks, ctx.jobs)
                 } else {
                     None
                 };
                 if let Some(slot) = slot {
-                    ctx.plan.client(PERF, Op::Write, slot as u64);
+                    ctx.plan.client(cache, Op::Write, slot as u64);
                 }
-                ctx.plan.client(CAP, Op::Write, block);
+                ctx.plan.client(backing, Op::Write, block);
             }
             WriteMode::Around => {
                 if hit {
                     if self.cfg.around_hit_updates {
-                        self.repl.on_hit(e.slot);
-                        ctx.plan.client(PERF, Op::Write, e.slot as u64);
+                        self.repl.on_hit(e.loc(cache));
+                        ctx.plan.client(cache, Op::Write, e.loc(cache) as u64);
                     } else {
                         self.invalidate(block, ctx.map);
                     }
                 }
-                ctx.plan.client(CAP, Op::Write, block);
+                ctx.plan.client(backing, Op::Write, block);
             }
             WriteMode::Back => {
                 let slot = if hit {
-                    self.repl.on_hit(e.slot);
-                    Some(e.slot)
+                    self.repl.on_hit(e.loc(cache));
+                    Some(e.loc(cache))
                 } else if allocate_miss {
                     self.admit(block, ctx.map, ctx.locks, ctx.jobs)
                 } else {
@@ -252,15 +299,15 @@ impl CacheCore {
                 };
                 match slot {
                     Some(slot) => {
-                        ctx.plan.client(PERF, Op::Write, slot as u64);
+                        ctx.plan.client(cache, Op::Write, slot as u64);
                         let en = ctx.map.entry_mut(block);
-                        if en.dirty & (1 << PERF) == 0 {
-                            en.dirty |= 1 << PERF;
+                        if en.dirty & (1 << cache) == 0 {
+                            en.dirty |= 1 << cache;
                             self.dirty_blocks += 1;
                         }
                     }
                     None => {
-                        ctx.plan.client(CAP, Op::Write, block);
+                        ctx.plan.client(backing, Op::Write, block);
                     }
                 }
                 self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
@@ -272,18 +319,21 @@ impl CacheCore {
     /// Drops the cached copy of `block` (which must be clean or about to be
     /// overwritten at home).
     fn invalidate(&mut self, block: u64, map: &mut PlacementMap) {
+        let cache = self.pair.cache;
         let e = map.get(block);
-        if e.valid_on(PERF) {
-            self.repl.remove(e.slot);
-            if e.dirty_on(PERF) {
-                self.dirty_blocks -= 1;
+        if e.valid_on(cache) {
+            self.repl.remove(e.loc(cache));
+            if e.dirty_on(cache) {
+                self.uncount_dirty();
             }
-            let en = map.entry_mut(block);
-            en.present &= !(1 << PERF);
-            en.dirty &= !(1 << PERF);
-            en.slot = 0;
+            map.entry_mut(block).drop_copy(cache);
             map.normalize(block);
         }
+    }
+
+    fn uncount_dirty(&mut self) {
+        assert!(self.dirty_blocks > 0, "dirty block count underflow");
+        self.dirty_blocks -= 1;
     }
 
     /// Finds a slot for `block`, evicting a clean, unlocked victim if the
@@ -296,10 +346,11 @@ impl CacheCore {
         locks: &dyn LockView,
         jobs: &mut Vec<Job>,
     ) -> Option<u32> {
+        let cache = self.pair.cache;
         let admitted = {
             let m: &PlacementMap = map;
             self.repl.admit(block, &mut |v| {
-                !locks.is_locked(v) && !m.get(v).dirty_on(PERF)
+                !locks.is_locked(v) && !m.get(v).dirty_on(cache)
             })
         };
         let Some(a) = admitted else {
@@ -309,15 +360,13 @@ impl CacheCore {
             return None;
         };
         if let Some(v) = a.victim {
-            let en = map.entry_mut(v);
-            en.present &= !(1 << PERF);
-            en.slot = 0;
+            map.entry_mut(v).drop_copy(cache);
             map.normalize(v);
         }
         let en = map.entry_mut(block);
-        en.present |= 1 << PERF;
-        en.stale &= !(1 << PERF);
-        en.slot = a.slot;
+        en.present |= 1 << cache;
+        en.stale &= !(1 << cache);
+        en.set_loc(cache, a.slot);
         Some(a.slot)
     }
 
@@ -355,7 +404,10 @@ impl CacheCore {
             }
             let b = self.repl.block_at(slot);
             let e = map.get(b);
-            if e.dirty_on(PERF) && e.flags & FLAG_FLUSH_QUEUED == 0 && !locks.is_locked(b) {
+            if e.dirty_on(self.pair.cache)
+                && e.flags & FLAG_FLUSH_QUEUED == 0
+                && !locks.is_locked(b)
+            {
                 map.entry_mut(b).flags |= FLAG_FLUSH_QUEUED;
                 self.flushes_queued += 1;
                 jobs.push(Job {
@@ -372,22 +424,24 @@ impl CacheCore {
         if e.flags & FLAG_FLUSH_QUEUED != 0 {
             ctx.map.entry_mut(job.block).flags &= !FLAG_FLUSH_QUEUED;
         }
-        if e.valid_on(PERF) && e.dirty_on(PERF) {
+        let CachePair { cache, backing } = self.pair;
+        if e.valid_on(cache) && e.dirty_on(cache) {
             ctx.plan.copy(
                 None,
-                (PERF, e.slot as u64),
-                (CAP, job.block),
+                (cache, e.loc(cache) as u64),
+                (backing, job.block),
                 Purpose::Flush,
                 false,
             );
-            ctx.map.entry_mut(job.block).dirty &= !(1 << PERF);
-            self.dirty_blocks -= 1;
+            ctx.map.entry_mut(job.block).dirty &= !(1 << cache);
+            self.uncount_dirty();
         }
         ctx.map.normalize(job.block);
     }
 
     /// Bookkeeping when a flush completes; keeps flushing if needed.
     pub fn finish_flush(&mut self, ctx: &mut TickCtx<'_>) {
+        assert!(self.flushes_queued > 0, "more flushes finished than queued");
         self.flushes_queued -= 1;
         self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
     }
@@ -397,15 +451,16 @@ impl CacheCore {
         let mut placed = Vec::new();
         let mut dirty = 0;
         let mut flagged = Vec::new();
+        let cache = self.pair.cache;
         for (block, e) in map.iter() {
-            if e.dirty_on(PERF) && !e.valid_on(PERF) {
+            if e.dirty_on(cache) && !e.valid_on(cache) {
                 return Err(format!(
                     "block {block} is dirty in a cache slot it does not hold"
                 ));
             }
-            if e.valid_on(PERF) {
-                placed.push((e.slot, block));
-                dirty += u64::from(e.dirty_on(PERF));
+            if e.valid_on(cache) {
+                placed.push((e.loc(cache), block));
+                dirty += u64::from(e.dirty_on(cache));
             }
             if e.flags != 0 {
                 flagged.push(block);
@@ -425,14 +480,15 @@ impl CacheCore {
 
     /// Places `block` in a free slot without I/O.
     pub fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
-        if map.get(block).valid_on(PERF) {
+        let cache = self.pair.cache;
+        if map.get(block).valid_on(cache) {
             return true;
         }
         match self.repl.admit(block, &mut |_| false) {
             Some(a) => {
                 let en = map.entry_mut(block);
-                en.present |= 1 << PERF;
-                en.slot = a.slot;
+                en.present |= 1 << cache;
+                en.set_loc(cache, a.slot);
                 true
             }
             None => false,
@@ -462,9 +518,10 @@ pub trait Scheduler: Send {
     fn tick_interval_ns(&self) -> Option<u64> {
         None
     }
-    /// Feeds the controller one interval's observation.
-    fn on_tick(&mut self, obs: &Observation) {
-        let _ = obs;
+    /// Feeds the controller one interval's observation; `pair` says which
+    /// of its devices are the cache and the backing device.
+    fn on_tick(&mut self, obs: &Observation, pair: CachePair) {
+        let _ = (obs, pair);
     }
     /// Controller variables for time series.
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -482,8 +539,9 @@ pub struct CachePolicy<S> {
 impl<S: Scheduler> CachePolicy<S> {
     /// Caching over `vol` with the cache settings in `p`, scheduled by `sched`.
     pub fn build(p: &Params, vol: &VolumeSpec, sched: S) -> Result<Self, PolicyError> {
+        let pair = CachePair::of(vol, sched.name())?;
         Ok(CachePolicy {
-            core: CacheCore::new(CacheConfig::from_params(p, vol, sched.name())?),
+            core: CacheCore::new(CacheConfig::from_params(p, vol, pair, sched.name())?, pair),
             sched,
             vol_blocks: vol.num_blocks,
         })
@@ -525,7 +583,7 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
         self.sched.tick_interval_ns()
     }
     fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
-        self.sched.on_tick(obs);
+        self.sched.on_tick(obs, self.core.pair);
         self.core
             .schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
     }

@@ -2,8 +2,9 @@
 //! the cache device (LRU or ARC; write-around, write-through or write-back).
 
 use super::cache::{CachePolicy, Scheduler};
+use super::Registered;
 use crate::params::Params;
-use crate::policy::{Policy, PolicyError, Registered, VolumeSpec};
+use crate::policy::{Policy, PolicyError, VolumeSpec};
 
 /// Registry entry.
 pub const REGISTERED: Registered = Registered {

@@ -18,10 +18,11 @@
 //! write misses) are redirected here, and the share of writes in the cache
 //! device's queue is reported as `lbica_cache_write_share`.
 
-use super::cache::{CachePolicy, Scheduler, CAP, PERF};
+use super::cache::{CachePair, CachePolicy, Scheduler};
+use super::{param_err, Registered};
 use crate::observe::{DeviceTotals, Observation};
 use crate::params::Params;
-use crate::policy::{param_err, Policy, PolicyError, Registered, VolumeSpec};
+use crate::policy::{Policy, PolicyError, VolumeSpec};
 
 /// Registry entry.
 pub const REGISTERED: Registered = Registered {
@@ -82,7 +83,7 @@ impl Scheduler for Lbica {
     fn tick_interval_ns(&self) -> Option<u64> {
         Some(self.window_ns)
     }
-    fn on_tick(&mut self, obs: &Observation) {
+    fn on_tick(&mut self, obs: &Observation, pair: CachePair) {
         for (w, d) in self.window.iter_mut().zip(&obs.devices) {
             w.add(d);
         }
@@ -90,9 +91,9 @@ impl Scheduler for Lbica {
         if self.window_ns_seen < self.window_ns {
             return;
         }
-        let cache = self.estimate_ns(PERF as usize);
-        let home = self.estimate_ns(CAP as usize);
-        let w = &self.window[PERF as usize];
+        let cache = self.estimate_ns(pair.cache as usize);
+        let home = self.estimate_ns(pair.backing as usize);
+        let w = &self.window[pair.cache as usize];
         if w.ops() > 0 {
             self.cache_write_share = w.write_ops as f64 / w.ops() as f64;
         }
@@ -123,6 +124,11 @@ mod tests {
     use super::*;
     use crate::observe::DeviceObservation;
 
+    const PAIR: CachePair = CachePair {
+        cache: 0,
+        backing: 1,
+    };
+
     fn obs(cache_latency_ns: u64, home_latency_ns: u64) -> Observation {
         let dev = |lat: u64| DeviceObservation {
             read_ops: 10,
@@ -147,10 +153,12 @@ mod tests {
                 crate::policy::DeviceSpec {
                     name: "a".into(),
                     capacity_blocks: 10,
+                    role: crate::policy::DeviceRole::Cache,
                 },
                 crate::policy::DeviceSpec {
                     name: "b".into(),
                     capacity_blocks: 100,
+                    role: crate::policy::DeviceRole::Home,
                 },
             ],
         };
@@ -165,13 +173,13 @@ mod tests {
             bursts: 0,
             cache_write_share: 0.0,
         };
-        l.on_tick(&obs(10_000, 100_000));
+        l.on_tick(&obs(10_000, 100_000), PAIR);
         assert!(l.admit_read_miss() && l.allocate_write_miss());
-        l.on_tick(&obs(150_000, 100_000));
+        l.on_tick(&obs(150_000, 100_000), PAIR);
         assert!(!l.admit_read_miss() && !l.allocate_write_miss());
         assert!(l.hit_to_cache(), "read hits are never redirected");
         assert_eq!(l.cache_write_share, 0.5);
-        l.on_tick(&obs(90_000, 100_000));
+        l.on_tick(&obs(90_000, 100_000), PAIR);
         assert!(l.admit_read_miss());
         assert_eq!(l.bursts, 1);
     }

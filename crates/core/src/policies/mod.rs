@@ -1,5 +1,10 @@
-//! The policies. Each file holds one policy and its `REGISTERED` entry;
-//! `cache` is the classic-caching building block several of them share.
+//! The policies and their registry. Each file holds one policy (or one
+//! family) and its `REGISTERED` entry; `cache` is the caching building block
+//! several of them share. Adding a policy adds one file and one line to
+//! [`REGISTRY`].
+
+use crate::params::{ParamError, Params};
+use crate::policy::{Policy, PolicyError, VolumeSpec};
 
 pub mod cache;
 pub mod classic;
@@ -8,3 +13,68 @@ pub mod nhc;
 pub mod passthrough;
 pub mod sib;
 pub mod split;
+
+/// Constructor signature of a registered policy.
+pub type PolicyBuilder = fn(&Params, &VolumeSpec, u64) -> Result<Box<dyn Policy>, PolicyError>;
+
+/// A registry entry: name, one-line description, constructor.
+pub struct Registered {
+    /// Short name used in configs and on the command line.
+    pub name: &'static str,
+    /// One line saying what the policy does.
+    pub summary: &'static str,
+    /// Builds the policy from parameters, volume shape and seed.
+    pub build: PolicyBuilder,
+}
+
+/// Every policy tiermux knows. Adding a policy adds one line here.
+pub static REGISTRY: &[Registered] = &[
+    classic::REGISTERED,
+    split::REGISTERED,
+    nhc::REGISTERED,
+    sib::REGISTERED_PLUS,
+    sib::REGISTERED_PLUS_PLUS,
+    lbica::REGISTERED,
+    passthrough::REGISTERED,
+];
+
+/// Builds the policy `name` with `params` for `volume`, seeded by `seed`.
+/// Unknown names and unknown or invalid parameters are errors.
+pub fn build_policy(
+    name: &str,
+    params: &Params,
+    volume: &VolumeSpec,
+    seed: u64,
+) -> Result<Box<dyn Policy>, PolicyError> {
+    let reg = REGISTRY
+        .iter()
+        .find(|r| r.name == name)
+        .ok_or_else(|| PolicyError::Unknown {
+            name: name.to_string(),
+            known: REGISTRY
+                .iter()
+                .map(|r| r.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    volume.validate().map_err(|message| PolicyError::Volume {
+        policy: name.to_string(),
+        message,
+    })?;
+    let policy = (reg.build)(params, volume, seed)?;
+    params
+        .reject_unused("see `tiermux policies` for the parameters of each policy")
+        .map_err(|source| PolicyError::Param {
+            policy: name.to_string(),
+            source,
+        })?;
+    Ok(policy)
+}
+
+/// Wraps a [`ParamError`] for policy `policy`.
+pub fn param_err(policy: &str) -> impl Fn(ParamError) -> PolicyError + '_ {
+    move |source| PolicyError::Param {
+        policy: policy.to_string(),
+        source,
+    }
+}

@@ -27,11 +27,12 @@
 //! noise, and the stability test widens to three standard errors of the
 //! sampled hit ratio when windows are small (`noise_aware`).
 
-use super::cache::{CachePolicy, Scheduler};
+use super::cache::{CachePair, CachePolicy, Scheduler};
+use super::{param_err, Registered};
 use crate::hist::Histogram;
 use crate::observe::Observation;
 use crate::params::Params;
-use crate::policy::{param_err, Policy, PolicyError, Registered, VolumeSpec};
+use crate::policy::{Policy, PolicyError, VolumeSpec};
 use crate::rng::Rng;
 
 /// Registry entry.
@@ -381,7 +382,7 @@ impl Scheduler for Nhc {
     fn tick_interval_ns(&self) -> Option<u64> {
         Some(self.cfg.window_ns.min(self.cfg.stable_window_ns))
     }
-    fn on_tick(&mut self, obs: &Observation) {
+    fn on_tick(&mut self, obs: &Observation, _pair: CachePair) {
         if self.tuning {
             self.state2_tick(obs);
         } else {

@@ -3,8 +3,9 @@
 //! costs (the engine's NBD path against a plain file server); over a
 //! hierarchy it is the "capacity device alone" baseline.
 
+use super::Registered;
 use crate::params::Params;
-use crate::policy::{Ctx, Policy, PolicyError, Registered, VolumeSpec};
+use crate::policy::{Ctx, Policy, PolicyError, VolumeSpec};
 use crate::types::{Access, Outcome};
 
 /// Registry entry.

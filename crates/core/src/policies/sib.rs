@@ -31,10 +31,11 @@
 //! mean, so that one training window does not make every later window an
 //! outlier.
 
-use super::cache::{CachePolicy, Scheduler, PERF};
+use super::cache::{CachePair, CachePolicy, Scheduler};
+use super::{param_err, Registered};
 use crate::observe::{DeviceTotals, Observation};
 use crate::params::Params;
-use crate::policy::{param_err, Policy, PolicyError, Registered, VolumeSpec};
+use crate::policy::{Policy, PolicyError, VolumeSpec};
 use crate::rng::Rng;
 
 /// Registry entry for SIB+ (no read-miss admission).
@@ -109,10 +110,10 @@ struct Window {
 }
 
 impl Window {
-    fn add(&mut self, o: &Observation) {
+    fn add(&mut self, o: &Observation, cache: usize) {
         self.ns += o.interval_ns;
         self.client_ops += o.client_ops;
-        if let Some(d) = o.devices.get(PERF as usize) {
+        if let Some(d) = o.devices.get(cache) {
             self.cache.add(d);
         }
     }
@@ -263,8 +264,8 @@ impl Scheduler for Sib {
     fn tick_interval_ns(&self) -> Option<u64> {
         Some(self.cfg.window_ns)
     }
-    fn on_tick(&mut self, obs: &Observation) {
-        self.window.add(obs);
+    fn on_tick(&mut self, obs: &Observation, pair: CachePair) {
+        self.window.add(obs, pair.cache as usize);
         if self.window.ns < self.cfg.window_ns || self.window.client_ops < self.cfg.min_window_ops {
             return;
         }
@@ -290,6 +291,11 @@ impl Scheduler for Sib {
 mod tests {
     use super::*;
     use crate::observe::DeviceObservation;
+
+    const PAIR: CachePair = CachePair {
+        cache: 0,
+        backing: 1,
+    };
 
     fn obs(client_ops: u64, cache_bytes: u64, cache_latency_ns: u64) -> Observation {
         let dev = DeviceObservation {
@@ -320,30 +326,30 @@ mod tests {
     fn trains_while_throughput_rises_then_lowers_when_saturated() {
         let mut s = sib();
         for i in 0..5 {
-            s.on_tick(&obs(1000 + 10 * i, 1_000_000, 100_000));
+            s.on_tick(&obs(1000 + 10 * i, 1_000_000, 100_000), PAIR);
         }
         assert!(s.training);
         assert!((s.load_admit - 0.95).abs() < 1e-9, "{}", s.load_admit);
         // Throughput stops rising: inference, load_admit stays.
-        s.on_tick(&obs(1000, 1_000_000, 100_000));
+        s.on_tick(&obs(1000, 1_000_000, 100_000), PAIR);
         assert!(!s.training);
         assert!((s.load_admit - 0.95).abs() < 1e-9);
         // At the learned peak with high latency: one step per 4 windows.
         for _ in 0..8 {
-            s.on_tick(&obs(1000, 1_000_000, 200_000));
+            s.on_tick(&obs(1000, 1_000_000, 200_000), PAIR);
         }
         assert!((s.load_admit - 0.93).abs() < 1e-9, "{}", s.load_admit);
         // Low latency: no change.
         for _ in 0..8 {
-            s.on_tick(&obs(1000, 1_000_000, 100_000));
+            s.on_tick(&obs(1000, 1_000_000, 100_000), PAIR);
         }
         assert!((s.load_admit - 0.93).abs() < 1e-9);
         // Cache throughput collapses for 4 windows: retrain from 1.
         for _ in 0..3 {
-            s.on_tick(&obs(1000, 100_000, 100_000));
+            s.on_tick(&obs(1000, 100_000, 100_000), PAIR);
         }
         assert!(!s.training);
-        s.on_tick(&obs(1000, 100_000, 100_000));
+        s.on_tick(&obs(1000, 100_000, 100_000), PAIR);
         assert!(s.training);
         assert_eq!(s.load_admit, 1.0);
         assert_eq!(s.retrainings, 1);
@@ -353,12 +359,12 @@ mod tests {
     fn never_goes_below_the_floor() {
         let mut s = sib();
         for i in 0..200 {
-            s.on_tick(&obs(1000 + 10 * i, 1_000_000, 100_000));
+            s.on_tick(&obs(1000 + 10 * i, 1_000_000, 100_000), PAIR);
         }
         assert!(!s.training);
         assert!((s.load_admit - 0.5).abs() < 1e-9, "{}", s.load_admit);
         for _ in 0..40 {
-            s.on_tick(&obs(1000, 1_000_000, 500_000));
+            s.on_tick(&obs(1000, 1_000_000, 500_000), PAIR);
         }
         assert!((s.load_admit - 0.5).abs() < 1e-9);
     }

@@ -4,10 +4,11 @@
 //! ever moves. The Orthus paper uses it as the bound a perfect static
 //! division of load reaches (§3.1, eqs. 8 and 9).
 
-use super::cache::{CAP, PERF};
+use super::{param_err, Registered};
 use crate::params::Params;
-use crate::policy::{param_err, Ctx, Policy, PolicyError, Registered, VolumeSpec};
+use crate::policy::{Ctx, Policy, PolicyError, VolumeSpec};
 use crate::rng::splitmix64;
+use crate::types::DeviceIndex;
 use crate::types::{Access, Outcome};
 
 /// Registry entry.
@@ -35,6 +36,8 @@ fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, Pol
         all_fast: rate >= 1.0,
         salt: splitmix64(seed ^ 0x5EED_5EED),
         vol_blocks: vol.num_blocks,
+        fast: 0,
+        slow: (vol.devices.len() - 1) as DeviceIndex,
     }))
 }
 
@@ -44,16 +47,20 @@ pub struct Split {
     all_fast: bool,
     salt: u64,
     vol_blocks: u64,
+    /// The first device, which holds a fraction `split_rate` of blocks.
+    fast: DeviceIndex,
+    /// The last device, which holds the rest.
+    slow: DeviceIndex,
 }
 
 impl Split {
     /// The device that holds `block`.
     #[inline]
-    pub fn device_of(&self, block: u64) -> u8 {
+    pub fn device_of(&self, block: u64) -> DeviceIndex {
         if self.all_fast || splitmix64(block ^ self.salt) < self.threshold {
-            PERF
+            self.fast
         } else {
-            CAP
+            self.slow
         }
     }
 }
@@ -62,8 +69,12 @@ impl Policy for Split {
     fn name(&self) -> &str {
         "split"
     }
-    fn address_space(&self, _device: usize) -> u64 {
-        self.vol_blocks
+    fn address_space(&self, device: usize) -> u64 {
+        if device == self.fast as usize || device == self.slow as usize {
+            self.vol_blocks
+        } else {
+            0
+        }
     }
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
         ctx.plan

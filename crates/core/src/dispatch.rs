@@ -289,6 +289,12 @@ impl Dispatcher {
             && self.acked.is_empty()
     }
 
+    /// Makes room in the placement map for `additional` more entries (for
+    /// a driver about to pre-place that many blocks).
+    pub fn reserve_entries(&mut self, additional: usize) {
+        self.map.reserve(additional);
+    }
+
     /// Pre-places `block` without I/O (see [`Policy::warm`]).
     pub fn warm(&mut self, block: u64) -> bool {
         let placed = self.policy.warm(block, &mut self.map);

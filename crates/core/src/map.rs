@@ -217,6 +217,11 @@ impl PlacementMap {
         }
     }
 
+    /// Makes room for `additional` more entries without rehashing.
+    pub fn reserve(&mut self, additional: usize) {
+        self.entries.reserve(additional);
+    }
+
     /// Number of blocks with a non-default placement.
     pub fn len(&self) -> usize {
         self.entries.len()

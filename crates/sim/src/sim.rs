@@ -341,6 +341,7 @@ impl Simulator {
 
     fn prefill(&mut self) {
         let n = self.r.cfg.cache_blocks.min(self.r.working_set);
+        self.dispatcher.reserve_entries(n as usize);
         for rank in 0..n {
             let block = self.workload.block_of_rank(rank);
             if !self.dispatcher.warm(block) {

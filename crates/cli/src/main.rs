@@ -12,7 +12,6 @@ macro_rules! outln {
 }
 
 mod bench;
-mod replay;
 mod serve;
 
 use std::path::{Path, PathBuf};
@@ -66,9 +65,14 @@ enum Cmd {
     Replay {
         /// The trace (plain or zstd-compressed).
         trace: PathBuf,
-        /// Replacement policy.
+        /// `lru` or `arc` (pure replacement, the fast path), or any policy
+        /// of `tiermux policies`, run through the dispatcher over a cache
+        /// device and a home device.
         #[arg(long, default_value = "lru")]
         policy: String,
+        /// A policy parameter, KEY=VALUE (repeatable), e.g. replacement=arc.
+        #[arg(long = "param")]
+        params: Vec<String>,
         /// Cache size(s) in pages, comma-separated.
         #[arg(long, value_delimiter = ',', required = true)]
         cache_pages: Vec<usize>,
@@ -132,8 +136,9 @@ fn main() {
         Cmd::Replay {
             trace,
             policy,
+            params,
             cache_pages,
-        } => replay_cmd(&trace, &policy, &cache_pages),
+        } => replay_cmd(&trace, &policy, &params, &cache_pages),
         Cmd::Serve {
             config,
             socket,
@@ -480,13 +485,21 @@ fn profiles() {
     outln!("\nAlso: fixed:R, a device serving R ops/s one at a time (the Orthus paper's model).");
 }
 
-fn replay_cmd(trace: &Path, policy: &str, sizes: &[usize]) -> Result<()> {
-    let kind: ReplacementKind = policy.parse().map_err(anyhow::Error::msg)?;
+fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) -> Result<()> {
     if sizes.contains(&0) {
         bail!("--cache-pages: sizes must be at least 1");
     }
+    let fast: Option<ReplacementKind> = policy.parse().ok();
+    let params = parse_params(params)?;
+    if fast.is_some() && params.iter().next().is_some() {
+        bail!("--param: pure replacement ({policy}) takes no parameters; use --policy classic --param replacement={policy} to combine them");
+    }
+    if fast.is_none() {
+        // Check the policy and its parameters before reading the trace.
+        tiermux_trace::replay::replay_policy(policy, &params, &[], 1)?;
+    }
     let t0 = Instant::now();
-    let t = replay::read_trace(trace)?;
+    let t = tiermux_trace::read_trace(trace)?;
     let load_s = t0.elapsed().as_secs_f64();
     outln!(
         "{}: {} requests, {} page references, policy {policy}",
@@ -494,18 +507,59 @@ fn replay_cmd(trace: &Path, policy: &str, sizes: &[usize]) -> Result<()> {
         t.requests,
         t.pages.len()
     );
-    outln!("{:>12} {:>10} {:>14}", "cache pages", "hit %", "refs/s");
+    outln!(
+        "{:>12} {:>10} {:>16} {:>16} {:>14}",
+        "cache pages",
+        "hit %",
+        "hits on cache %",
+        "hits on home %",
+        "refs/s"
+    );
     for &n in sizes {
         let s = Instant::now();
-        let h = replay::hit_ratio(&t.pages, kind, n);
+        let (hit, on_cache, on_home) = match fast {
+            Some(kind) => {
+                let h = tiermux_trace::replay::hit_ratio(&t.pages, kind, n);
+                (h, h, 0.0)
+            }
+            None => {
+                let r = tiermux_trace::replay::replay_policy(policy, &params, &t.pages, n as u64)?;
+                let share = |d: usize| r.hits_by_device[d] as f64 / r.accesses.max(1) as f64;
+                (r.hit_ratio(), share(0), share(1))
+            }
+        };
         let secs = s.elapsed().as_secs_f64();
         outln!(
-            "{:>12} {:>10.2} {:>14.0}",
+            "{:>12} {:>10.2} {:>16.2} {:>16.2} {:>14.0}",
             n,
-            h * 100.0,
+            hit * 100.0,
+            on_cache * 100.0,
+            on_home * 100.0,
             t.pages.len() as f64 / secs
         );
     }
     outln!("(trace read and expanded in {load_s:.2} s)");
     Ok(())
+}
+
+/// Parses KEY=VALUE policy parameters: integers, reals and true/false
+/// become numbers and booleans, anything else a string.
+fn parse_params(items: &[String]) -> Result<tiermux_core::Params> {
+    let mut p = tiermux_core::Params::new();
+    for item in items {
+        let Some((key, value)) = item.split_once('=') else {
+            bail!("--param '{item}': expected KEY=VALUE");
+        };
+        let v = if let Ok(i) = value.parse::<i64>() {
+            tiermux_core::ParamValue::Int(i)
+        } else if let Ok(x) = value.parse::<f64>() {
+            tiermux_core::ParamValue::Float(x)
+        } else if let Ok(b) = value.parse::<bool>() {
+            tiermux_core::ParamValue::Bool(b)
+        } else {
+            tiermux_core::ParamValue::Str(value.to_string())
+        };
+        p.set(key.trim(), v);
+    }
+    Ok(p)
 }

@@ -233,12 +233,13 @@ pub enum PolicyError {
         known: String,
     },
     /// A parameter is missing, mistyped or out of range.
-    #[error("policy '{policy}': {source}")]
+    #[error("policy '{policy}': {error}")]
     Param {
         /// The policy being built.
         policy: String,
-        /// The parameter problem.
-        source: ParamError,
+        /// The parameter problem (part of this error's message, not a
+        /// separate cause, so that it is printed once).
+        error: ParamError,
     },
     /// The volume does not suit the policy (for example, too few devices).
     #[error("policy '{policy}': {message}")]

@@ -386,8 +386,8 @@ impl SimConfig {
                 .collect(),
             Err(e) => {
                 let field = match &e {
-                    tiermux_core::PolicyError::Param { source, .. } => {
-                        format!("params.{}", source.field)
+                    tiermux_core::PolicyError::Param { error, .. } => {
+                        format!("params.{}", error.field)
                     }
                     _ => "policy".to_string(),
                 };

@@ -64,17 +64,17 @@ pub fn build_policy(
     let policy = (reg.build)(params, volume, seed)?;
     params
         .reject_unused("see `tiermux policies` for the parameters of each policy")
-        .map_err(|source| PolicyError::Param {
+        .map_err(|error| PolicyError::Param {
             policy: name.to_string(),
-            source,
+            error,
         })?;
     Ok(policy)
 }
 
 /// Wraps a [`ParamError`] for policy `policy`.
 pub fn param_err(policy: &str) -> impl Fn(ParamError) -> PolicyError + '_ {
-    move |source| PolicyError::Param {
+    move |error| PolicyError::Param {
         policy: policy.to_string(),
-        source,
+        error,
     }
 }

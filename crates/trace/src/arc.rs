@@ -1,15 +1,11 @@
-//! `tiermux replay`: hit ratios of a block trace without a timing model.
-//!
-//! Reads the ARC paper's trace format (one request per line: `start_block
-//! block_count ignored request_number`, 512-byte pages), plain or
-//! zstd-compressed, expands each request to its pages and feeds them to an
-//! LRU or ARC cache of the given size.
+//! The ARC paper's trace format (Megiddo and Modha, FAST '03): one request
+//! per line, `start_block block_count ignored request_number`, in 512-byte
+//! pages, plain or zstd-compressed. Requests are expanded to their pages.
 
 use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use tiermux_core::replacement::{HitRatioCache, ReplacementKind};
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
@@ -97,15 +93,6 @@ pub fn parse_trace(text: &[u8], file: &str) -> Result<Trace> {
     Ok(Trace { pages, requests })
 }
 
-/// Hit ratio of `pages` through a cache of `capacity` pages.
-pub fn hit_ratio(pages: &[u64], kind: ReplacementKind, capacity: usize) -> f64 {
-    let mut c = HitRatioCache::new(kind, capacity);
-    for &p in pages {
-        c.access(p);
-    }
-    c.hit_ratio()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +148,8 @@ mod tests {
 #[cfg(test)]
 mod arc_trace {
     use super::*;
+    use crate::replay::{hit_ratio, replay_policy};
+    use tiermux_core::replacement::ReplacementKind;
 
     /// The ARC paper's OLTP trace (Megiddo and Modha, FAST '03), from the
     /// project's shared traces. LRU must match Table IV exactly, ARC within
@@ -187,6 +176,18 @@ mod arc_trace {
             assert_eq!(l, lru, "LRU {n}");
             let a = hit_ratio(&t.pages, ReplacementKind::Arc, n) * 100.0;
             assert!((a - arc).abs() <= 0.05, "ARC {n}: {a} vs {arc}");
+        }
+        // Classic caching (LRU by default) through the dispatcher gives
+        // Table IV's LRU column too, every hit served by the cache.
+        for (n, lru, _) in &table[..3] {
+            let s = replay_policy("classic", &tiermux_core::Params::new(), &t.pages, *n as u64)
+                .unwrap();
+            assert_eq!(
+                (s.hit_ratio() * 10_000.0).round() / 100.0,
+                *lru,
+                "classic {n}"
+            );
+            assert_eq!(s.hits_by_device[0], s.hits());
         }
     }
 }

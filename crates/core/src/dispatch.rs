@@ -12,7 +12,10 @@
 //! Reads take the lock shared and writes and background jobs take it
 //! exclusively, so a decision never sees a block while another plan is
 //! changing it. A read decided alone may upgrade to exclusive (to fill a
-//! cache); one decided beside other readers may not write.
+//! cache); one decided beside other readers may not write. A job covering a
+//! range of blocks (a segment move) takes every block's lock, in ascending
+//! block order and waiting at the first one it cannot have, so ranges never
+//! deadlock each other.
 
 use std::collections::VecDeque;
 
@@ -57,10 +60,10 @@ pub struct Acked {
 /// did to the map, with the entries before and after.
 #[derive(Clone, Debug)]
 pub struct Decided {
-    /// The block a decision was about (its plan's operations are not yet
-    /// performed), or `None` for changes made without I/O (ticks, finished
-    /// jobs, warming).
-    pub block: Option<u64>,
+    /// The blocks a decision held locked (one block, or a job's range;
+    /// its plan's operations are not yet performed), or `None` for changes
+    /// made without I/O (ticks, finished jobs, warming).
+    pub own: Option<std::ops::Range<u64>>,
     /// Devices the plan writes (bit per device).
     pub written_devices: u8,
     /// Every changed block with its entry before and after the change.
@@ -68,12 +71,13 @@ pub struct Decided {
 }
 
 /// A plan whose operations have all completed, reported when change
-/// tracking is on.
+/// tracking is on: once per block the plan held (a range job reports each
+/// of its blocks).
 #[derive(Clone, Copy, Debug)]
 pub struct Finished {
     /// The client access's tag, or [`NO_TAG`] for a background job.
     pub tag: u64,
-    /// The plan's own block.
+    /// One of the blocks the plan held.
     pub block: u64,
     /// The block's entry when the plan finished, before any waiter decides.
     pub entry: Entry,
@@ -101,10 +105,18 @@ impl Work {
             Work::Job(_) => NO_TAG,
         }
     }
+    /// The first block the work locks.
     fn block(&self) -> u64 {
         match self {
             Work::Client { access, .. } => access.block,
             Work::Job(j) => j.block,
+        }
+    }
+    /// One past the last block the work locks.
+    fn end(&self) -> u64 {
+        match self {
+            Work::Client { access, .. } => access.block + 1,
+            Work::Job(j) => j.block + j.blocks as u64,
         }
     }
     fn exclusive(&self) -> bool {
@@ -118,11 +130,19 @@ impl Work {
     }
 }
 
+/// Work taking the locks of its blocks in ascending order; `next` is the
+/// first block whose lock it does not hold yet.
+#[derive(Clone, Copy, Debug)]
+struct Acquiring {
+    work: Work,
+    next: u64,
+}
+
 #[derive(Default, Debug)]
 struct LockState {
     readers: u32,
     writer: bool,
-    waiters: VecDeque<Work>,
+    waiters: VecDeque<Acquiring>,
 }
 
 impl LockState {
@@ -138,6 +158,15 @@ impl LockState {
             self.writer = true;
         } else {
             self.readers += 1;
+        }
+    }
+    fn release(&mut self, exclusive: bool) {
+        if exclusive {
+            assert!(self.writer, "released an exclusive lock not held");
+            self.writer = false;
+        } else {
+            assert!(self.readers > 0, "released a shared lock not held");
+            self.readers -= 1;
         }
     }
 }
@@ -183,7 +212,9 @@ pub struct Dispatcher {
     plan: Plan,
     jobs: Vec<Job>,
     incoming: VecDeque<Work>,
-    granted: VecDeque<(Work, bool)>,
+    /// Work that was just granted a lock it waited for and continues
+    /// taking the rest of its range.
+    resumed: VecDeque<Acquiring>,
     to_finish: Vec<u32>,
     ready: VecDeque<Ready>,
     acked: VecDeque<Acked>,
@@ -205,7 +236,7 @@ impl Dispatcher {
             plan: Plan::default(),
             jobs: Vec::new(),
             incoming: VecDeque::new(),
-            granted: VecDeque::new(),
+            resumed: VecDeque::new(),
             to_finish: Vec::new(),
             ready: VecDeque::new(),
             acked: VecDeque::new(),
@@ -241,7 +272,7 @@ impl Dispatcher {
         self.events.pop_front()
     }
 
-    fn note_changes(&mut self, block: Option<u64>, written_devices: u8) {
+    fn note_changes(&mut self, own: Option<std::ops::Range<u64>>, written_devices: u8) {
         if !self.tracking {
             return;
         }
@@ -257,7 +288,7 @@ impl Dispatcher {
             .collect::<Vec<_>>();
         if !changes.is_empty() {
             self.events.push_back(MapEvent::Decided(Decided {
-                block,
+                own,
                 written_devices,
                 changes,
             }));
@@ -285,6 +316,7 @@ impl Dispatcher {
     pub fn is_idle(&self) -> bool {
         self.flights.len() == self.free_flights.len()
             && self.incoming.is_empty()
+            && self.resumed.is_empty()
             && self.ready.is_empty()
             && self.acked.is_empty()
     }
@@ -310,6 +342,7 @@ impl Dispatcher {
 
     /// Submits background work directly (normally the policy queues jobs).
     pub fn submit_job(&mut self, job: Job) {
+        assert!(job.blocks >= 1, "a job covers at least one block");
         self.incoming.push_back(Work::Job(job));
         self.pump();
     }
@@ -396,22 +429,38 @@ impl Dispatcher {
         loop {
             if let Some(fid) = self.to_finish.pop() {
                 self.finish(fid);
-            } else if let Some((work, exclusive)) = self.granted.pop_front() {
-                self.run(work, exclusive);
+            } else if let Some(a) = self.resumed.pop_front() {
+                self.acquire(a);
             } else if let Some(work) = self.incoming.pop_front() {
-                let exclusive = work.exclusive();
-                let st = self.locks.0.entry(work.block()).or_default();
-                if st.waiters.is_empty() && st.can_grant(exclusive) {
-                    st.hold(exclusive);
-                    self.run(work, exclusive);
-                } else {
-                    st.waiters.push_back(work);
-                    self.stats.lock_waits += 1;
-                }
+                self.acquire(Acquiring {
+                    work,
+                    next: work.block(),
+                });
             } else {
                 break;
             }
         }
+    }
+
+    /// Takes the locks of the work's remaining blocks in ascending order and
+    /// runs it once it holds them all; otherwise queues it at the first
+    /// block it cannot have.
+    fn acquire(&mut self, mut a: Acquiring) {
+        let exclusive = a.work.exclusive();
+        let end = a.work.end();
+        assert!(a.work.block() < end, "work covers no block");
+        while a.next < end {
+            let st = self.locks.0.entry(a.next).or_default();
+            if st.waiters.is_empty() && st.can_grant(exclusive) {
+                st.hold(exclusive);
+                a.next += 1;
+            } else {
+                st.waiters.push_back(a);
+                self.stats.lock_waits += 1;
+                return;
+            }
+        }
+        self.run(a.work, exclusive);
     }
 
     fn run(&mut self, work: Work, mut exclusive: bool) {
@@ -455,7 +504,7 @@ impl Dispatcher {
                 .iter()
                 .filter(|io| io.dir == Op::Write)
                 .fold(0u8, |m, io| m | 1 << io.device);
-            self.note_changes(Some(block), written);
+            self.note_changes(Some(block..work.end()), written);
         }
         let fid = match self.free_flights.pop() {
             Some(f) => f,
@@ -524,28 +573,34 @@ impl Dispatcher {
             self.incoming.extend(self.jobs.drain(..).map(Work::Job));
         }
         self.free_flights.push(fid);
-        let block = work.block();
-        if self.tracking {
-            self.events.push_back(MapEvent::Finished(Finished {
-                tag: work.tag(),
-                block,
-                entry: self.map.get(block),
-            }));
+        for block in work.block()..work.end() {
+            if self.tracking {
+                self.events.push_back(MapEvent::Finished(Finished {
+                    tag: work.tag(),
+                    block,
+                    entry: self.map.get(block),
+                }));
+            }
+            self.release(block, exclusive);
         }
+    }
+
+    /// Releases `block`'s lock and grants it to the waiters that can have
+    /// it now, in order (every shared waiter up to an exclusive one, or the
+    /// exclusive one alone).
+    fn release(&mut self, block: u64, exclusive: bool) {
         let st = self.locks.0.get_mut(&block).expect("lock held");
-        if exclusive {
-            st.writer = false;
-        } else {
-            st.readers -= 1;
-        }
+        st.release(exclusive);
         while let Some(next) = st.waiters.front() {
-            let ex = next.exclusive();
+            let ex = next.work.exclusive();
             if !st.can_grant(ex) {
                 break;
             }
-            let next = st.waiters.pop_front().expect("front exists");
+            let mut next = st.waiters.pop_front().expect("front exists");
+            assert_eq!(next.next, block, "a waiter waits at the block it needs");
             st.hold(ex);
-            self.granted.push_back((next, ex));
+            next.next = block + 1;
+            self.resumed.push_back(next);
             if ex {
                 break;
             }
@@ -553,5 +608,94 @@ impl Dispatcher {
         if st.readers == 0 && !st.writer && st.waiters.is_empty() {
             self.locks.0.remove(&block);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::TickCtx;
+
+    /// Every access writes or reads device 0 at the block; a job copies its
+    /// range from device 1 to device 0.
+    struct Direct;
+
+    impl Policy for Direct {
+        fn name(&self) -> &str {
+            "direct"
+        }
+        fn address_space(&self, _device: usize) -> u64 {
+            1 << 20
+        }
+        fn decide(&mut self, a: Access, ctx: &mut Ctx<'_>) -> Outcome {
+            ctx.plan.client(0, a.op, a.block);
+            Outcome::NotApplicable
+        }
+        fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+            for b in job.block..job.block + job.blocks as u64 {
+                ctx.plan.copy(None, (1, b), (0, b), Purpose::Migrate, false);
+            }
+        }
+        fn finish_job(&mut self, _job: Job, _ctx: &mut TickCtx<'_>) {}
+    }
+
+    fn ready(d: &mut Dispatcher) -> Vec<Ready> {
+        std::iter::from_fn(|| d.pop_ready()).collect()
+    }
+
+    #[test]
+    fn a_range_job_waits_for_its_blocks_and_writes_wait_for_it() {
+        let mut d = Dispatcher::new(Box::new(Direct), 1);
+        let write = |block| Access {
+            block,
+            op: Op::Write,
+        };
+        // A write in the middle of the range is in flight first.
+        d.submit(1, write(700));
+        let w1 = ready(&mut d);
+        assert_eq!(w1.len(), 1);
+        // The 512-block move takes blocks 512..700 and waits at 700.
+        d.submit_job(Job {
+            block: 512,
+            blocks: 512,
+            kind: 0,
+        });
+        assert!(ready(&mut d).is_empty());
+        // A write below the move's wait point queues behind it; one above
+        // it (not locked yet) and one outside the range run.
+        d.submit(2, write(512));
+        d.submit(3, write(1023));
+        d.submit(4, write(5));
+        let w34 = ready(&mut d);
+        assert_eq!(w34.iter().map(|r| r.tag).collect::<Vec<_>>(), vec![3, 4]);
+        // The middle write finishes: the move now waits at block 1023.
+        d.complete(w1[0].flight, w1[0].index, 0);
+        assert!(ready(&mut d).is_empty());
+        d.complete(w34[1].flight, w34[1].index, 0);
+        assert!(ready(&mut d).is_empty());
+        // Block 1023 is free: the move holds all 512 locks and starts its
+        // reads; the write to block 512 still waits.
+        d.complete(w34[0].flight, w34[0].index, 0);
+        let reads = ready(&mut d);
+        assert_eq!(reads.len(), 512);
+        assert!(reads
+            .iter()
+            .all(|r| r.tag == NO_TAG && r.io.dir == Op::Read));
+        let mut writes = Vec::new();
+        for r in &reads {
+            d.complete(r.flight, r.index, 0);
+            writes.extend(ready(&mut d));
+        }
+        assert_eq!(writes.len(), 512, "only the move's own writes");
+        assert!(writes.iter().all(|r| r.tag == NO_TAG));
+        for r in &writes[..511] {
+            d.complete(r.flight, r.index, 0);
+        }
+        assert!(ready(&mut d).is_empty(), "writes wait for the whole move");
+        d.complete(writes[511].flight, writes[511].index, 0);
+        let tags: Vec<u64> = ready(&mut d).iter().map(|r| r.tag).collect();
+        assert_eq!(tags, vec![2]);
+        // The move waited at 700 and 1023, the write at 512.
+        assert_eq!(d.stats().lock_waits, 3);
     }
 }

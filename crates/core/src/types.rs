@@ -179,13 +179,28 @@ pub enum Outcome {
 
 /// A unit of background work the policy asked for, decided when it starts.
 ///
-/// The dispatcher takes the block's lock before calling
+/// The work covers the blocks `block .. block + blocks` (one block for a
+/// cache flush, a whole segment for a tiering move). The dispatcher takes
+/// the lock of every block in the range before calling
 /// [`crate::policy::Policy::start_job`], so the policy plans against the
-/// block's state at that moment, not at the moment it queued the job.
+/// range's state at that moment, not at the moment it queued the job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Job {
-    /// The block the work is about.
+    /// The first block the work is about.
     pub block: u64,
+    /// How many blocks, from `block`, it covers (at least 1).
+    pub blocks: u32,
     /// Policy-defined kind of work.
     pub kind: u8,
+}
+
+impl Job {
+    /// Work of `kind` on one block.
+    pub fn one(block: u64, kind: u8) -> Job {
+        Job {
+            block,
+            blocks: 1,
+            kind,
+        }
+    }
 }

@@ -158,18 +158,18 @@ impl World {
 fn check_events(d: &mut Dispatcher) {
     while let Some(ev) = d.pop_event() {
         if let MapEvent::Decided(dec) = ev {
-            let Some(own) = dec.block else {
+            let Some(own) = dec.own else {
                 continue;
             };
             for (b, old, new) in &dec.changes {
-                if *b == own {
+                if own.contains(b) {
                     continue;
                 }
                 let valid = |e: &tiermux_core::Entry| e.present & !e.stale;
                 assert_eq!(
                     valid(new) & !valid(old),
                     0,
-                    "decision on block {own} added a copy of block {b}: {old:?} -> {new:?}"
+                    "decision on blocks {own:?} added a copy of block {b}: {old:?} -> {new:?}"
                 );
             }
         }

@@ -583,17 +583,17 @@ impl Volume {
 
     fn on_map_event(&mut self, ev: MapEvent) {
         match ev {
-            MapEvent::Decided(d) => match d.block {
+            MapEvent::Decided(d) => match d.own {
                 Some(own) => {
                     for (b, old, new) in d.changes {
-                        if b == own {
+                        if own.contains(&b) {
                             let pre = pre_entry(old, new, d.written_devices, self.home);
                             self.meta.record(b, pre);
                         } else {
                             let (pre, grew) = reduction(old, new, self.home);
                             if grew {
                                 self.stats.contract_violations += 1;
-                                eprintln!("tiermux: policy '{}' added a copy of block {b} while deciding block {own}; not persisted until that block is written again", self.dispatcher.policy().name());
+                                eprintln!("tiermux: policy '{}' added a copy of block {b} while deciding blocks {own:?}; not persisted until that block is written again", self.dispatcher.policy().name());
                             }
                             self.meta.record(b, pre);
                         }

@@ -410,10 +410,7 @@ impl CacheCore {
             {
                 map.entry_mut(b).flags |= FLAG_FLUSH_QUEUED;
                 self.flushes_queued += 1;
-                jobs.push(Job {
-                    block: b,
-                    kind: JOB_FLUSH,
-                });
+                jobs.push(Job::one(b, JOB_FLUSH));
             }
         }
     }

@@ -6,17 +6,16 @@ use anyhow::{Context, Result};
 use std::sync::{Arc, Mutex};
 use tiermux_engine::config::Listen;
 
-use tiermux_engine::reactor::{build_reactor, precise_timers, Reactor};
+use tiermux_engine::reactor::{build_reactor, precise_timers};
 use tiermux_engine::volume::MAX_REQUEST_BYTES;
-use tiermux_engine::{Volume, VolumeConfig};
+use tiermux_engine::{Runtime, Volume, VolumeConfig};
 use tiermux_server::proto::Export;
 use tiermux_server::server::LiveStats;
 use tiermux_server::{Server, Shutdown};
 
-/// A volume, its reactor and a bound server, ready to run.
+/// A volume on its event loop and a bound server, ready to run.
 struct Ready {
-    reactor: Box<dyn Reactor>,
-    vol: Volume,
+    rt: Runtime,
     server: Server,
     /// The address actually bound ("unix:PATH" or "tcp:ADDR").
     shown: String,
@@ -26,7 +25,7 @@ struct Ready {
 fn open(cfg: &VolumeConfig) -> Result<Ready> {
     precise_timers();
     let reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
-    let vol = Volume::open(cfg)?;
+    let vol = Volume::open(cfg, reactor.as_ref())?;
     let mut server = Server::new(
         cfg.listen.clone(),
         Export {
@@ -40,8 +39,7 @@ fn open(cfg: &VolumeConfig) -> Result<Ready> {
         .bind(reactor.waker())
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     Ok(Ready {
-        reactor,
-        vol,
+        rt: Runtime::new(vol, reactor),
         server,
         shown,
     })
@@ -78,7 +76,7 @@ impl Background {
                     ready.server.shutdown_handle(),
                     ready.server.live_stats(),
                 )));
-                ready.server.run(&mut ready.vol, ready.reactor.as_mut())?;
+                ready.server.run(&mut ready.rt)?;
                 Ok(())
             })?;
         let (listen, shutdown, live) = match rx.recv() {
@@ -123,11 +121,11 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
         cfg.listen = Listen::Unix(data_dir.join(s));
     }
     let Ready {
-        mut reactor,
-        mut vol,
+        mut rt,
         mut server,
         shown,
     } = open(&cfg)?;
+    let vol = rt.volume();
     let rec = vol.recovery().clone();
     let shutdown = server.shutdown_handle();
     let mut signals = signal_hook::iterator::Signals::new([
@@ -167,7 +165,7 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
         vol.size_bytes() >> 20,
         vol.block_size(),
         vol.policy().name(),
-        reactor.kind(),
+        rt.reactor_kind(),
         devices.join(", ")
     );
     if rec.fresh {
@@ -181,7 +179,8 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
     println!("tiermux: listening on {shown}, export '{}'", cfg.export);
     use std::io::Write;
     std::io::stdout().flush().ok();
-    let stats = server.run(&mut vol, reactor.as_mut())?;
+    let stats = server.run(&mut rt)?;
+    let vol = rt.volume();
     let st = vol.stats();
     let (records, checkpoints) = vol.metadata_counters();
     let per_device: Vec<String> = vol

@@ -2,7 +2,10 @@
 //!
 //! The engine runs the same [`tiermux_core`] policies the simulator runs,
 //! in wall-clock time, on files and block devices:
-//! - [`reactor`]: io_uring (or a thread-pool fallback) under one event loop;
+//! - [`reactor`]: io_uring (or a thread-pool fallback, or virtual time for
+//!   tests) under one event loop;
+//! - [`runtime`]: that event loop, which runs a volume for a front end (the
+//!   NBD server, or a test);
 //! - [`buf`]: aligned buffers for O_DIRECT;
 //! - [`device`]: files and block devices, optionally with emulated timing;
 //! - [`journal`]: the crash-safe placement map (journal and checkpoints);
@@ -15,8 +18,10 @@ pub mod config;
 pub mod device;
 pub mod journal;
 pub mod reactor;
+pub mod runtime;
 pub mod slab;
 pub mod volume;
 
 pub use config::VolumeConfig;
+pub use runtime::{Flow, Frontend, Io, Runtime};
 pub use volume::{Done, Request, Volume};

@@ -30,19 +30,20 @@ use crate::buf::AlignedBuf;
 use crate::config::VolumeConfig;
 use crate::device::Device;
 use crate::journal::{Metadata, Recovery, VolumeShape};
-use crate::reactor::{now_ns, Completion, Reactor};
+use crate::reactor::{Completion, Reactor};
 use crate::slab::Slab;
 
 /// Largest request the volume accepts, bytes.
 pub const MAX_REQUEST_BYTES: u32 = 32 << 20;
 
-/// Tokens at or above this value belong to the volume's caller.
-pub const CALLER_TOKEN_BASE: u64 = 1 << 62;
-
 const KIND_SHIFT: u32 = 56;
 const KIND_DEV_IO: u64 = 1;
 const KIND_EMU_WAIT: u64 = 2;
 const KIND_SYNC: u64 = 3;
+
+/// The volume's reactor tokens are below this value (the runtime gives the
+/// rest to the front end).
+pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_SYNC + 1) << KIND_SHIFT;
 
 /// A client access's tag: request slot, an RMW-read flag and the block's
 /// index within the request.
@@ -256,7 +257,7 @@ fn token(kind: u64, index: usize) -> u64 {
 
 impl Volume {
     /// Opens the devices, builds the policy and recovers the saved map.
-    pub fn open(cfg: &VolumeConfig) -> Result<Volume, OpenError> {
+    pub fn open(cfg: &VolumeConfig, r: &dyn Reactor) -> Result<Volume, OpenError> {
         let bs = cfg.block_size as u64;
         let mut devices = Vec::new();
         for d in &cfg.devices {
@@ -316,7 +317,7 @@ impl Volume {
             })?;
         dispatcher.track_changes();
         let tick_interval_ns = dispatcher.policy().tick_interval_ns();
-        let now = now_ns();
+        let now = r.now_ns();
         Ok(Volume {
             cfg: cfg.clone(),
             dispatcher,
@@ -377,6 +378,13 @@ impl Volume {
         self.reqs.is_empty() && self.ops.is_empty() && self.dispatcher.is_idle()
     }
 
+    /// True when requests have finished and wait for
+    /// [`Volume::end_batch`] (the loop must not block before handing them
+    /// out).
+    pub fn has_finished(&self) -> bool {
+        !self.finished.is_empty()
+    }
+
     /// When the loop must call [`Volume::on_time`] next (policy ticks).
     pub fn next_deadline_ns(&self) -> Option<u64> {
         self.next_tick_ns
@@ -396,7 +404,7 @@ impl Volume {
 
     /// Starts a request. Range errors finish it at once with an errno.
     pub fn submit(&mut self, id: u64, req: Request, r: &mut dyn Reactor) {
-        let now = now_ns();
+        let now = r.now_ns();
         let bs = self.cfg.block_size as u64;
         // Write-zeroes has no data: the request buffer starts zeroed.
         let (op, offset, len, data, fua, flush) = match req {
@@ -634,7 +642,7 @@ impl Volume {
     fn issue(&mut self, ready: tiermux_core::Ready, r: &mut dyn Reactor) {
         let io = ready.io;
         let bs = self.cfg.block_size;
-        let now = now_ns();
+        let now = r.now_ns();
         let (ptr, buf): (*mut u8, Option<u32>) = match (io.dir, io.purpose) {
             (Op::Write, tiermux_core::Purpose::Client) => {
                 let (idx, _, i) = split_tag(ready.tag);
@@ -740,7 +748,7 @@ impl Volume {
         let index = (c.token & ((1 << KIND_SHIFT) - 1)) as usize;
         match kind {
             KIND_DEV_IO => {
-                let now = now_ns();
+                let now = r.now_ns();
                 let op = self.ops.get_mut(index).expect("device op");
                 op.result = c.result;
                 if op.deadline_ns > now {
@@ -750,7 +758,7 @@ impl Volume {
                 }
                 self.finish_op(index, now, r);
             }
-            KIND_EMU_WAIT => self.finish_op(index, now_ns(), r),
+            KIND_EMU_WAIT => self.finish_op(index, r.now_ns(), r),
             KIND_SYNC => {
                 let req = self.reqs.get_mut(index).expect("syncing request");
                 if c.result < 0 && req.error == 0 {
@@ -806,7 +814,7 @@ impl Volume {
 
     /// Feeds the policy's controller when a tick is due.
     pub fn on_time(&mut self, r: &mut dyn Reactor) {
-        let now = now_ns();
+        let now = r.now_ns();
         let (Some(due), Some(interval)) = (self.next_tick_ns, self.tick_interval_ns) else {
             return;
         };
@@ -830,7 +838,7 @@ impl Volume {
         out: &mut Vec<Done>,
     ) -> Result<(), crate::journal::MetaError> {
         self.meta.commit()?;
-        let now = now_ns();
+        let now = r.now_ns();
         let bs = self.cfg.block_size as u64;
         let finished = std::mem::take(&mut self.finished);
         let mut freed_rmw = false;
@@ -887,6 +895,12 @@ impl Volume {
             self.meta.commit()?;
         }
         Ok(())
+    }
+
+    /// Commits the metadata records queued since the last commit (the
+    /// loop calls it before every wait; see the module documentation).
+    pub fn commit_metadata(&mut self) -> Result<(), crate::journal::MetaError> {
+        self.meta.commit()
     }
 
     /// Closes the volume cleanly: waits for in-flight work (the caller must

@@ -1,25 +1,38 @@
 //! The volume in-process: randomized reads and writes (aligned and not, up
 //! to 32 in flight) against a byte model, with clean restarts and crashes,
-//! for every policy family and write mode the engine serves.
+//! for every policy family and write mode the engine serves, on real
+//! reactors in wall-clock time and on the simulated reactor in virtual time.
 //!
-//! A crash here drops the thread-pool reactor (whose workers finish the
-//! operation they are running, as a kernel would) and then the volume
-//! without closing it: operations not yet started never happen, journal
-//! records not committed are lost. Every acknowledged write must then read
-//! back exactly; bytes of writes in flight at the crash may hold old or new
-//! data and are not checked until written again.
+//! A crash ends the event loop as a killed process would
+//! ([`Runtime::crash`]): the thread-pool reactor's workers finish the
+//! operation they are running, the simulated reactor decides by a seeded
+//! coin flip which operations in flight happened; operations not yet
+//! started never happen, and journal records not committed are lost. Every
+//! acknowledged write must then read back exactly; bytes of writes in
+//! flight at the crash may hold old or new data and are not checked until
+//! written again.
 
 use std::path::{Path, PathBuf};
 
 use tiermux_core::rng::Rng;
 use tiermux_engine::reactor::{
-    fallback::ThreadReactor, uring::UringReactor, Completion, Reactor, WAKE_TOKEN,
+    fallback::ThreadReactor, sim::SimReactor, uring::UringReactor, Reactor,
 };
-use tiermux_engine::volume::CALLER_TOKEN_BASE;
-use tiermux_engine::{Done, Request, Volume, VolumeConfig};
+use tiermux_engine::{Done, Flow, Frontend, Io, Request, Runtime, Volume, VolumeConfig};
 
 const VOL_BYTES: usize = 4 << 20;
 const BS: usize = 4096;
+
+/// Which reactor a test runs on.
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    /// io_uring (or threads where io_uring is unavailable).
+    Uring,
+    /// The thread-pool fallback.
+    Threads,
+    /// Virtual time, seeded.
+    Sim(u64),
+}
 
 /// A fresh directory for a test's devices: in memory (tmpfs, where the
 /// reactor runs device I/O inline) when `memory`, else in the temporary
@@ -61,54 +74,93 @@ name = "{policy}"
     VolumeConfig::parse(&text, dir).unwrap()
 }
 
-struct Harness {
-    vol: Volume,
-    r: Box<dyn Reactor>,
+/// The test as the event loop's front end: requests to start, and the
+/// finished ones.
+#[derive(Default)]
+struct Client {
+    to_submit: Vec<(u64, Request)>,
     done: Vec<Done>,
-    comps: Vec<Completion>,
+}
+
+impl Frontend for Client {
+    fn on_done(&mut self, done: Done, _io: &mut Io<'_>) {
+        self.done.push(done);
+    }
+    fn on_ready(&mut self, token: u64, _result: i32, _io: &mut Io<'_>) {
+        panic!("the test polls no sockets (token {token})");
+    }
+    fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
+        for (id, req) in self.to_submit.drain(..) {
+            io.submit(id, req);
+        }
+        if io.volume().is_idle() {
+            Flow::Yield // nothing to wait for
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+struct Harness {
+    rt: Runtime,
+    client: Client,
 }
 
 impl Harness {
-    fn open(cfg: &VolumeConfig, uring: bool) -> Harness {
-        let r: Box<dyn Reactor> = if uring {
-            match UringReactor::new(256) {
+    fn open(cfg: &VolumeConfig, backend: Backend) -> Harness {
+        let r: Box<dyn Reactor> = match backend {
+            Backend::Uring => match UringReactor::new(256) {
                 Ok(r) => Box::new(r),
                 Err(_) => Box::new(ThreadReactor::new(2).unwrap()),
-            }
-        } else {
-            Box::new(ThreadReactor::new(2).unwrap())
+            },
+            Backend::Threads => Box::new(ThreadReactor::new(2).unwrap()),
+            Backend::Sim(seed) => Box::new(SimReactor::new(seed, 200_000, 0).unwrap()),
         };
+        let vol = Volume::open(cfg, r.as_ref()).unwrap();
         Harness {
-            vol: Volume::open(cfg).unwrap(),
-            r,
-            done: Vec::new(),
-            comps: Vec::new(),
+            rt: Runtime::new(vol, r),
+            client: Client::default(),
         }
     }
 
-    /// One loop iteration: end the batch, wait, handle completions.
+    fn vol(&self) -> &Volume {
+        self.rt.volume()
+    }
+
+    fn submit(&mut self, id: u64, req: Request) {
+        self.client.to_submit.push((id, req));
+    }
+
+    /// One loop iteration.
     fn step(&mut self) {
-        self.vol.end_batch(self.r.as_mut(), &mut self.done).unwrap();
-        if !self.done.is_empty() {
-            return;
-        }
-        let deadline = self.vol.next_deadline_ns();
-        self.comps.clear();
-        self.r.wait(deadline, &mut self.comps).unwrap();
-        for c in std::mem::take(&mut self.comps) {
-            if c.token != WAKE_TOKEN && c.token < CALLER_TOKEN_BASE {
-                self.vol.on_completion(c, self.r.as_mut());
-            }
-        }
-        self.vol.on_time(self.r.as_mut());
+        self.rt.step(&mut self.client).unwrap();
     }
 
+    /// Runs until nothing is queued or in flight.
     fn idle(&mut self) {
-        while !self.vol.is_idle() || !self.done.is_empty() {
+        while !self.client.to_submit.is_empty() || !self.rt.volume().is_idle() {
             self.step();
-            self.done.clear();
         }
-        self.vol.end_batch(self.r.as_mut(), &mut self.done).unwrap();
+    }
+
+    /// Closes the volume cleanly.
+    fn close(mut self) {
+        self.idle();
+        let mut stop = Stopping;
+        self.rt.run(&mut stop).unwrap();
+    }
+}
+
+/// A front end that has nothing more to do.
+struct Stopping;
+
+impl Frontend for Stopping {
+    fn on_done(&mut self, done: Done, _io: &mut Io<'_>) {
+        panic!("request {} finished after the test stopped", done.id);
+    }
+    fn on_ready(&mut self, _token: u64, _result: i32, _io: &mut Io<'_>) {}
+    fn before_wait(&mut self, _io: &mut Io<'_>) -> Flow {
+        Flow::Stop
     }
 }
 
@@ -119,146 +171,177 @@ struct InFlight {
     data: Vec<u8>,
 }
 
-/// Runs `ops` random requests with restarts (crashes when `crash`) on
-/// devices in memory when `memory`; returns (reads checked, bytes checked).
-fn run(
-    tag: &str,
-    policy: &str,
-    extra: &str,
+/// One randomized run.
+struct Spec<'a> {
+    tag: &'a str,
+    policy: &'a str,
+    extra: &'a str,
     seed: u64,
+    /// Requests to issue.
     ops: usize,
+    /// Restart about once every this many loop iterations.
+    restart_every: u64,
+    /// Whether a restart is a crash half of the time (else always clean).
     crash: bool,
+    /// Devices in memory (tmpfs) rather than on disk.
     memory: bool,
-) -> (u64, u64) {
-    let dir = data_dir(tag, memory);
-    let cfg = config(&dir, policy, extra);
-    let mut rng = Rng::new(seed);
+    backend: Backend,
+}
+
+/// What a run checked, and what it leaves behind to compare runs.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    reads: u64,
+    bytes: u64,
+    crashes: u64,
+    /// Bytes read and written per device, and requests (for determinism).
+    fingerprint: Vec<u64>,
+}
+
+/// Runs `spec`: random requests with restarts (crashes when asked),
+/// checking every read against the model.
+fn run(spec: &Spec<'_>) -> Outcome {
+    let dir = data_dir(spec.tag, spec.memory);
+    let cfg = config(&dir, spec.policy, spec.extra);
+    let mut rng = Rng::new(spec.seed);
     let mut model: Vec<Option<u8>> = vec![Some(0); VOL_BYTES];
-    let mut h = Harness::open(&cfg, !crash);
+    let reopen_backend = |n: u64| match spec.backend {
+        Backend::Sim(seed) => Backend::Sim(seed ^ n.wrapping_mul(0x9E37_79B9)),
+        b if spec.crash => {
+            let _ = b;
+            Backend::Threads
+        }
+        b => b,
+    };
+    let mut restarts = 0;
+    let mut h = Harness::open(&cfg, reopen_backend(restarts));
     let mut inflight: Vec<InFlight> = Vec::new();
     let mut next_id = 1u64;
-    let (mut reads, mut bytes) = (0u64, 0u64);
+    let mut out = Outcome {
+        reads: 0,
+        bytes: 0,
+        crashes: 0,
+        fingerprint: Vec::new(),
+    };
+    let mut fingerprint = vec![0u64; 5];
     let hot = VOL_BYTES / 8;
     let mut issued = 0;
-    while issued < ops || !inflight.is_empty() {
-        // Submit up to 32 non-overlapping requests.
-        while issued < ops && inflight.len() < 32 {
-            let region = if rng.below(4) == 0 { VOL_BYTES } else { hot };
-            let aligned = rng.below(3) != 0;
-            let len = if aligned {
-                BS * (1 + rng.below(3) as usize)
-            } else {
-                1 + rng.below(3 * BS as u64) as usize
-            };
-            let mut offset = rng.below((region - len) as u64) as usize;
-            if aligned {
-                offset -= offset % BS;
-            }
-            // Whole blocks touched must not be in flight (read-modify-write
-            // makes block-level conflicts real conflicts).
-            let (b0, b1) = (offset / BS, (offset + len - 1) / BS);
-            if inflight.iter().any(|f| {
-                let (c0, c1) = (f.offset / BS, (f.offset + f.data.len().max(1) - 1) / BS);
-                b0 <= c1 && c0 <= b1
-            }) {
+    while issued < spec.ops || !inflight.is_empty() {
+        while issued < spec.ops && inflight.len() < 32 {
+            let Some(f) = random_request(&mut rng, &inflight, hot, &mut next_id) else {
                 break;
-            }
-            let write = rng.below(10) < 4;
-            let id = next_id;
-            next_id += 1;
-            if write {
-                let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
-                let fua = rng.below(20) == 0;
-                h.vol.submit(
-                    id,
-                    Request::Write {
-                        offset: offset as u64,
-                        data: data.clone(),
-                        fua,
-                    },
-                    h.r.as_mut(),
-                );
-                inflight.push(InFlight {
-                    id,
-                    write,
-                    offset,
-                    data,
-                });
-            } else {
-                h.vol.submit(
-                    id,
-                    Request::Read {
-                        offset: offset as u64,
-                        len: len as u32,
-                    },
-                    h.r.as_mut(),
-                );
-                inflight.push(InFlight {
-                    id,
-                    write,
-                    offset,
-                    data: vec![0; len],
-                });
-            }
+            };
+            h.submit(f.0, f.1);
+            inflight.push(f.2);
             issued += 1;
             if rng.below(200) == 0 {
-                h.vol.submit(next_id, Request::Flush, h.r.as_mut());
+                h.submit(next_id, Request::Flush);
                 next_id += 1;
             }
         }
         h.step();
-        settle(
-            &mut h,
-            &mut inflight,
-            &mut model,
-            policy,
-            extra,
-            &mut reads,
-            &mut bytes,
-        );
-        // Now and then: restart cleanly or crash.
-        if rng.below(if crash { 60 } else { 400 }) == 0 {
-            if crash && rng.below(2) == 0 {
-                drop(h.r);
-                let v = h.vol;
-                drop(v);
-                for f in inflight.drain(..) {
-                    if f.write {
-                        for i in 0..f.data.len() {
-                            model[f.offset + i] = None;
-                        }
-                    }
-                }
-            } else {
-                while !inflight.is_empty() {
-                    h.step();
-                    settle(
-                        &mut h,
-                        &mut inflight,
-                        &mut model,
-                        policy,
-                        extra,
-                        &mut reads,
-                        &mut bytes,
-                    );
-                }
-                h.idle();
-                h.vol.close().unwrap();
-                drop(h.r);
-                drop(h.vol);
-            }
-            h = Harness::open(&cfg, !crash);
-            assert!(!h.vol.recovery().fresh);
+        settle(&mut h, &mut inflight, &mut model, spec, &mut out);
+        if rng.below(spec.restart_every) != 0 {
+            continue;
         }
+        note(&h, &mut fingerprint);
+        if spec.crash && rng.below(2) == 0 {
+            // Requests not yet handed to the volume were never sent.
+            h.client.to_submit.clear();
+            h.rt.crash();
+            out.crashes += 1;
+            for f in inflight.drain(..) {
+                if f.write {
+                    model[f.offset..f.offset + f.data.len()].fill(None);
+                }
+            }
+        } else {
+            while !inflight.is_empty() {
+                h.step();
+                settle(&mut h, &mut inflight, &mut model, spec, &mut out);
+            }
+            h.close();
+        }
+        restarts += 1;
+        h = Harness::open(&cfg, reopen_backend(restarts));
+        assert!(!h.vol().recovery().fresh);
     }
     h.idle();
-    let st = h.vol.stats();
+    let st = h.vol().stats();
     assert_eq!(st.contract_violations, 0);
     assert_eq!(st.device_errors, 0);
-    h.vol.close().unwrap();
-    drop(h);
+    note(&h, &mut fingerprint);
+    h.close();
     std::fs::remove_dir_all(&dir).ok();
-    (reads, bytes)
+    out.fingerprint = fingerprint;
+    out
+}
+
+/// A random read or write of up to three blocks (aligned or not, mostly in
+/// the hot eighth) whose blocks no request in flight touches; `None` when
+/// the one drawn would overlap.
+fn random_request(
+    rng: &mut Rng,
+    inflight: &[InFlight],
+    hot: usize,
+    next_id: &mut u64,
+) -> Option<(u64, Request, InFlight)> {
+    let region = if rng.below(4) == 0 { VOL_BYTES } else { hot };
+    let aligned = rng.below(3) != 0;
+    let len = if aligned {
+        BS * (1 + rng.below(3) as usize)
+    } else {
+        1 + rng.below(3 * BS as u64) as usize
+    };
+    let mut offset = rng.below((region - len) as u64) as usize;
+    if aligned {
+        offset -= offset % BS;
+    }
+    // Whole blocks touched must not be in flight (read-modify-write makes
+    // block-level conflicts real conflicts).
+    let (b0, b1) = (offset / BS, (offset + len - 1) / BS);
+    if inflight.iter().any(|f| {
+        let (c0, c1) = (f.offset / BS, (f.offset + f.data.len().max(1) - 1) / BS);
+        b0 <= c1 && c0 <= b1
+    }) {
+        return None;
+    }
+    let write = rng.below(10) < 4;
+    let id = *next_id;
+    *next_id += 1;
+    let (req, data) = if write {
+        let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+        let fua = rng.below(20) == 0;
+        let req = Request::Write {
+            offset: offset as u64,
+            data: data.clone(),
+            fua,
+        };
+        (req, data)
+    } else {
+        let req = Request::Read {
+            offset: offset as u64,
+            len: len as u32,
+        };
+        (req, vec![0; len])
+    };
+    let f = InFlight {
+        id,
+        write,
+        offset,
+        data,
+    };
+    Some((id, req, f))
+}
+
+/// Adds the volume's device and request counters to `fingerprint`.
+fn note(h: &Harness, fingerprint: &mut [u64]) {
+    let v = h.vol();
+    for (i, d) in v.devices().iter().enumerate().take(2) {
+        fingerprint[2 * i] += d.counters.read_bytes;
+        fingerprint[2 * i + 1] += d.counters.write_bytes;
+    }
+    fingerprint[4] += v.stats().requests;
 }
 
 /// Applies finished requests to the model and checks reads against it.
@@ -266,12 +349,10 @@ fn settle(
     h: &mut Harness,
     inflight: &mut Vec<InFlight>,
     model: &mut [Option<u8>],
-    policy: &str,
-    extra: &str,
-    reads: &mut u64,
-    bytes: &mut u64,
+    spec: &Spec<'_>,
+    out: &mut Outcome,
 ) {
-    for d in std::mem::take(&mut h.done) {
+    for d in std::mem::take(&mut h.client.done) {
         assert_eq!(d.error, 0, "request {} failed", d.id);
         let Some(pos) = inflight.iter().position(|f| f.id == d.id) else {
             continue; // a flush
@@ -289,13 +370,16 @@ fn settle(
                     assert_eq!(
                         b,
                         want,
-                        "{policy} {extra}: byte {} read {b}, last acknowledged write {want}",
+                        "{} {} (seed {}): byte {} read {b}, last acknowledged write {want}",
+                        spec.policy,
+                        spec.extra,
+                        spec.seed,
                         f.offset + i
                     );
-                    *bytes += 1;
+                    out.bytes += 1;
                 }
             }
-            *reads += 1;
+            out.reads += 1;
         }
     }
 }
@@ -318,18 +402,20 @@ const MODES: &[(&str, &str)] = &[
 #[test]
 fn reads_return_the_last_acknowledged_write_across_restarts() {
     for (i, (policy, extra)) in MODES.iter().enumerate() {
-        let (reads, bytes) = run(
-            &format!("clean{i}"),
+        let out = run(&Spec {
+            tag: &format!("clean{i}"),
             policy,
             extra,
-            11 + i as u64,
-            3000,
-            false,
-            i % 2 == 0,
-        );
+            seed: 11 + i as u64,
+            ops: 3000,
+            restart_every: 400,
+            crash: false,
+            memory: i % 2 == 0,
+            backend: Backend::Uring,
+        });
         assert!(
-            reads > 1000 && bytes > 1_000_000,
-            "{policy}: {reads} reads, {bytes} bytes checked"
+            out.reads > 1000 && out.bytes > 1_000_000,
+            "{policy}: {out:?}"
         );
     }
 }
@@ -338,61 +424,98 @@ fn reads_return_the_last_acknowledged_write_across_restarts() {
 fn acknowledged_writes_survive_crashes() {
     for (i, (policy, extra)) in MODES.iter().enumerate() {
         for seed in 0..2 {
-            let (reads, bytes) = run(
-                &format!("crash{i}-{seed}"),
+            let out = run(&Spec {
+                tag: &format!("crash{i}-{seed}"),
                 policy,
                 extra,
-                100 + seed + i as u64 * 7,
-                3000,
-                true,
-                seed == 1,
-            );
-            assert!(
-                reads > 1000 && bytes > 500_000,
-                "{policy}: {reads} reads, {bytes} bytes checked"
-            );
+                seed: 100 + seed + i as u64 * 7,
+                ops: 3000,
+                restart_every: 60,
+                crash: true,
+                memory: seed == 1,
+                backend: Backend::Threads,
+            });
+            assert!(out.reads > 1000 && out.bytes > 500_000, "{policy}: {out:?}");
         }
     }
+}
+
+/// The same crash test in virtual time: at least 2,000 crash points over
+/// every mode, each followed by recovery and the same checks.
+#[test]
+fn acknowledged_writes_survive_crashes_in_virtual_time() {
+    let t0 = std::time::Instant::now();
+    let mut crashes = 0;
+    for (i, (policy, extra)) in MODES.iter().enumerate() {
+        let out = run(&Spec {
+            tag: &format!("simcrash{i}"),
+            policy,
+            extra,
+            seed: 500 + i as u64,
+            ops: 20_000,
+            restart_every: 12,
+            crash: true,
+            memory: true,
+            backend: Backend::Sim(900 + i as u64),
+        });
+        assert!(
+            out.reads > 5000 && out.bytes > 2_000_000,
+            "{policy}: {out:?}"
+        );
+        crashes += out.crashes;
+    }
+    println!(
+        "{crashes} crash points in virtual time, {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(crashes >= 2000, "{crashes} crash points");
+}
+
+/// Under the simulated reactor the same seed gives the same run.
+#[test]
+fn virtual_time_runs_are_deterministic() {
+    let spec = |tag| Spec {
+        tag,
+        policy: "nhc",
+        extra: "write_mode = \"wb\"\nwindow_ms = 1.0\nmin_window_ops = 8",
+        seed: 77,
+        ops: 3000,
+        restart_every: 50,
+        crash: true,
+        memory: true,
+        backend: Backend::Sim(78),
+    };
+    let a = run(&spec("det-a"));
+    let b = run(&spec("det-b"));
+    assert!(a.crashes > 5, "{a:?}");
+    assert_eq!(a, b);
 }
 
 #[test]
 fn a_warm_cache_restarts_warm() {
     let dir = data_dir("warm", true);
     let cfg = config(&dir, "classic", "write_mode = \"wb\"");
-    let mut h = Harness::open(&cfg, true);
+    let read = |id: u64| Request::Read {
+        offset: id * BS as u64,
+        len: BS as u32,
+    };
+    let mut h = Harness::open(&cfg, Backend::Uring);
     // Fill the first 32 blocks: read misses admit them.
     for id in 0..32u64 {
-        h.vol.submit(
-            id,
-            Request::Read {
-                offset: id * BS as u64,
-                len: BS as u32,
-            },
-            h.r.as_mut(),
-        );
+        h.submit(id, read(id));
     }
     h.idle();
-    assert_eq!(h.vol.stats().read_misses, 32);
-    h.vol.close().unwrap();
-    drop(h);
-    let mut h = Harness::open(&cfg, true);
-    assert!(h.vol.recovery().entries >= 32, "{:?}", h.vol.recovery());
+    assert_eq!(h.vol().stats().read_misses, 32);
+    h.close();
+    let mut h = Harness::open(&cfg, Backend::Uring);
+    assert!(h.vol().recovery().entries >= 32, "{:?}", h.vol().recovery());
     for id in 0..32u64 {
-        h.vol.submit(
-            id,
-            Request::Read {
-                offset: id * BS as u64,
-                len: BS as u32,
-            },
-            h.r.as_mut(),
-        );
+        h.submit(id, read(id));
     }
     h.idle();
-    assert_eq!(
-        (h.vol.stats().read_hits, h.vol.stats().read_misses),
-        (32, 0)
-    );
-    drop(h);
+    let st = h.vol().stats();
+    assert_eq!((st.read_hits, st.read_misses), (32, 0));
+    h.close();
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -400,53 +523,48 @@ fn a_warm_cache_restarts_warm() {
 fn out_of_range_requests_get_errors() {
     let dir = data_dir("range", false);
     let cfg = config(&dir, "passthrough", "");
-    let mut h = Harness::open(&cfg, true);
+    let mut h = Harness::open(&cfg, Backend::Uring);
     let size = VOL_BYTES as u64;
-    h.vol.submit(
+    h.submit(
         1,
         Request::Read {
             offset: size - 10,
             len: 11,
         },
-        h.r.as_mut(),
     );
-    h.vol.submit(
+    h.submit(
         2,
         Request::Write {
             offset: u64::MAX - 3,
             data: vec![1; 8],
             fua: false,
         },
-        h.r.as_mut(),
     );
-    h.vol.submit(
+    h.submit(
         3,
         Request::Read {
             offset: 0,
             len: 64 << 20,
         },
-        h.r.as_mut(),
     );
-    h.vol.submit(
+    h.submit(
         4,
         Request::Trim {
             offset: size,
             len: 1,
         },
-        h.r.as_mut(),
     );
-    h.vol.submit(
+    h.submit(
         5,
         Request::Read {
             offset: size - 10,
             len: 10,
         },
-        h.r.as_mut(),
     );
     let mut got = Vec::new();
     while got.len() < 5 {
         h.step();
-        got.append(&mut h.done);
+        got.append(&mut h.client.done);
     }
     got.sort_by_key(|d| d.id);
     let errs: Vec<i32> = got.iter().map(|d| d.error).collect();
@@ -455,6 +573,6 @@ fn out_of_range_requests_get_errors() {
         rustix::io::Errno::OVERFLOW.raw_os_error(),
     );
     assert_eq!(errs, vec![nospc, nospc, overflow, nospc, 0]);
-    drop(h);
+    h.close();
     std::fs::remove_dir_all(&dir).ok();
 }

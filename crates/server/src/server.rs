@@ -1,5 +1,6 @@
-//! The NBD server: listener threads run handshakes; one event loop owns the
-//! volume, the reactor and every connection in the transmission phase.
+//! The NBD server: listener threads run handshakes; the engine's event loop
+//! ([`Runtime`]) runs the volume, and the server is its front end, owning
+//! every connection in the transmission phase.
 //!
 //! Connection sockets are non-blocking. The loop polls them for readability
 //! through the reactor, reads every complete request (many in flight per
@@ -18,9 +19,10 @@ use std::sync::{Arc, Mutex};
 
 use tiermux_engine::config::Listen;
 use tiermux_engine::device::DeviceCounters;
-use tiermux_engine::reactor::{now_ns, Completion, Reactor, Waker, WAKE_TOKEN};
+use tiermux_engine::reactor::Waker;
+use tiermux_engine::runtime::{Flow, Frontend, Io, Runtime};
 use tiermux_engine::slab::Slab;
-use tiermux_engine::volume::{Done, Request, VolumeStats, CALLER_TOKEN_BASE, MAX_REQUEST_BYTES};
+use tiermux_engine::volume::{Done, Request, VolumeStats, MAX_REQUEST_BYTES};
 use tiermux_engine::Volume;
 
 use crate::proto::{self, errno, Export, HandshakeEnd, RequestHeader, REQUEST_BYTES};
@@ -269,137 +271,164 @@ impl Server {
 
     /// Serves until shut down; then finishes in-flight requests, closes the
     /// connections and checkpoints the volume.
-    pub fn run(&mut self, vol: &mut Volume, r: &mut dyn Reactor) -> anyhow::Result<ServerStats> {
-        let mut conns: Vec<Option<Conn>> = Vec::new();
-        let mut pending: Slab<Pending> = Slab::new();
-        let mut next_gen = 1u32;
-        let mut done: Vec<Done> = Vec::new();
-        let mut comps: Vec<Completion> = Vec::new();
-        let mut stopping = false;
-        let mut published_ns = 0;
-        loop {
-            let now = now_ns();
-            if now >= published_ns + LIVE_INTERVAL_NS {
-                self.publish(vol);
-                published_ns = now;
-            }
-            vol.on_time(r);
-            vol.end_batch(r, &mut done)?;
-            for d in done.drain(..) {
-                let Some(p) = pending.remove(d.id as usize) else {
-                    continue;
-                };
-                let Some(c) = conns
-                    .get_mut(p.conn)
-                    .and_then(|c| c.as_mut())
-                    .filter(|c| c.gen == p.gen)
-                else {
-                    continue;
-                };
-                c.inflight -= 1;
-                let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error));
-                let mut msg = Vec::with_capacity(16 + d.len as usize);
-                msg.extend_from_slice(&header);
-                if let Some(data) = &d.data {
-                    msg.extend_from_slice(&data[d.data_offset..d.data_offset + d.len as usize]);
-                }
-                queue_reply(c, msg, p.conn, r);
-            }
-            // Close connections that are done.
-            for slot in conns.iter_mut() {
-                let close = slot.as_ref().is_some_and(|c| {
-                    (c.closing || stopping) && c.inflight == 0 && c.out.is_empty()
-                });
-                if close {
-                    // Shut the socket down first: an armed poll holds a
-                    // reference that would otherwise keep it open.
-                    if let Some(c) = slot.take() {
-                        match &c.stream {
-                            Stream::Unix(s) => {
-                                let _ = s.shutdown(std::net::Shutdown::Both);
-                            }
-                            Stream::Tcp(s) => {
-                                let _ = s.shutdown(std::net::Shutdown::Both);
-                            }
-                        }
-                    }
-                }
-            }
-            if self.shutdown.flag.load(Ordering::SeqCst) && !stopping {
-                stopping = true;
-            }
-            if stopping && conns.iter().all(|c| c.is_none()) && vol.is_idle() {
-                break;
-            }
-            comps.clear();
-            r.wait(vol.next_deadline_ns(), &mut comps)?;
-            for c in comps.drain(..) {
-                if c.token == WAKE_TOKEN {
-                    let new: Vec<Stream> = std::mem::take(&mut *self.inbox.lock().expect("inbox"));
-                    for s in new {
-                        if stopping {
-                            continue;
-                        }
-                        self.stats.connections += 1;
-                        let conn = Conn {
-                            stream: s,
-                            gen: next_gen,
-                            rbuf: vec![0; READ_CHUNK],
-                            rpos: 0,
-                            rend: 0,
-                            discard: 0,
-                            out: VecDeque::new(),
-                            out_pos: 0,
-                            inflight: 0,
-                            closing: false,
-                            read_armed: false,
-                            write_armed: false,
-                        };
-                        next_gen = next_gen.wrapping_add(1).max(1);
-                        let idx = match conns.iter().position(|c| c.is_none()) {
-                            Some(i) => {
-                                conns[i] = Some(conn);
-                                i
-                            }
-                            None => {
-                                conns.push(Some(conn));
-                                conns.len() - 1
-                            }
-                        };
-                        arm_read(conns[idx].as_mut().expect("conn"), idx, r);
-                    }
-                } else if c.token >= CALLER_TOKEN_BASE {
-                    let t = c.token - CALLER_TOKEN_BASE;
-                    let (idx, gen, writable) = ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1);
-                    let Some(conn) = conns
-                        .get_mut(idx)
-                        .and_then(|c| c.as_mut())
-                        .filter(|c| c.gen == gen)
-                    else {
-                        continue;
-                    };
-                    if writable {
-                        conn.write_armed = false;
-                        flush_out(conn, idx, r);
-                    } else {
-                        conn.read_armed = false;
-                        let mut ctx = Ctx {
-                            pending: &mut pending,
-                            stats: &mut self.stats,
-                        };
-                        read_requests(conn, idx, vol, r, &mut ctx, stopping);
-                    }
-                } else {
-                    vol.on_completion(c, r);
-                }
-            }
-        }
-        vol.close()?;
-        self.publish(vol);
+    pub fn run(&mut self, rt: &mut Runtime) -> anyhow::Result<ServerStats> {
+        let mut f = Connections {
+            server: self,
+            conns: Vec::new(),
+            pending: Slab::new(),
+            next_gen: 1,
+            stopping: false,
+            published_ns: 0,
+        };
+        rt.run(&mut f)?;
+        self.publish(rt.volume());
         if let Listen::Unix(p) = &self.listen {
             let _ = std::fs::remove_file(p);
         }
         Ok(self.stats)
+    }
+}
+
+/// The server as the event loop's front end: its connections and the
+/// requests they have in flight.
+struct Connections<'a> {
+    server: &'a mut Server,
+    conns: Vec<Option<Conn>>,
+    pending: Slab<Pending>,
+    next_gen: u32,
+    stopping: bool,
+    published_ns: u64,
+}
+
+impl Connections<'_> {
+    fn conn(&mut self, idx: usize, gen: u32) -> Option<&mut Conn> {
+        self.conns
+            .get_mut(idx)
+            .and_then(|c| c.as_mut())
+            .filter(|c| c.gen == gen)
+    }
+
+    fn accept(&mut self, s: Stream, io: &mut Io<'_>) {
+        self.server.stats.connections += 1;
+        let conn = Conn {
+            stream: s,
+            gen: self.next_gen,
+            rbuf: vec![0; READ_CHUNK],
+            rpos: 0,
+            rend: 0,
+            discard: 0,
+            out: VecDeque::new(),
+            out_pos: 0,
+            inflight: 0,
+            closing: false,
+            read_armed: false,
+            write_armed: false,
+        };
+        self.next_gen = self.next_gen.wrapping_add(1).max(1);
+        let idx = match self.conns.iter().position(|c| c.is_none()) {
+            Some(i) => {
+                self.conns[i] = Some(conn);
+                i
+            }
+            None => {
+                self.conns.push(Some(conn));
+                self.conns.len() - 1
+            }
+        };
+        arm_read(self.conns[idx].as_mut().expect("conn"), idx, io);
+    }
+
+    /// Closes the connections that are done (all of them once stopping).
+    fn close_finished(&mut self) {
+        let stopping = self.stopping;
+        for slot in self.conns.iter_mut() {
+            let close = slot
+                .as_ref()
+                .is_some_and(|c| (c.closing || stopping) && c.inflight == 0 && c.out.is_empty());
+            if close {
+                // Shut the socket down first: an armed poll holds a
+                // reference that would otherwise keep it open.
+                if let Some(c) = slot.take() {
+                    match &c.stream {
+                        Stream::Unix(s) => {
+                            let _ = s.shutdown(std::net::Shutdown::Both);
+                        }
+                        Stream::Tcp(s) => {
+                            let _ = s.shutdown(std::net::Shutdown::Both);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Frontend for Connections<'_> {
+    fn on_done(&mut self, d: Done, io: &mut Io<'_>) {
+        let Some(p) = self.pending.remove(d.id as usize) else {
+            return;
+        };
+        let Some(c) = self.conn(p.conn, p.gen) else {
+            return;
+        };
+        c.inflight -= 1;
+        let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error));
+        let mut msg = Vec::with_capacity(16 + d.len as usize);
+        msg.extend_from_slice(&header);
+        if let Some(data) = &d.data {
+            msg.extend_from_slice(&data[d.data_offset..d.data_offset + d.len as usize]);
+        }
+        queue_reply(c, msg, p.conn, io);
+    }
+
+    fn on_ready(&mut self, token: u64, _result: i32, io: &mut Io<'_>) {
+        let (idx, gen, writable) = split_conn_token(token);
+        let stopping = self.stopping;
+        let Some(conn) = self
+            .conns
+            .get_mut(idx)
+            .and_then(|c| c.as_mut())
+            .filter(|c| c.gen == gen)
+        else {
+            return;
+        };
+        if writable {
+            conn.write_armed = false;
+            flush_out(conn, idx, io);
+        } else {
+            conn.read_armed = false;
+            let mut ctx = Ctx {
+                pending: &mut self.pending,
+                stats: &mut self.server.stats,
+            };
+            read_requests(conn, idx, io, &mut ctx, stopping);
+        }
+    }
+
+    fn on_wake(&mut self, io: &mut Io<'_>) {
+        let new: Vec<Stream> = std::mem::take(&mut *self.server.inbox.lock().expect("inbox"));
+        for s in new {
+            if !self.stopping {
+                self.accept(s, io);
+            }
+        }
+    }
+
+    fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
+        let now = io.now_ns();
+        if now >= self.published_ns + LIVE_INTERVAL_NS {
+            self.server.publish(io.volume());
+            self.published_ns = now;
+        }
+        self.close_finished();
+        if self.server.shutdown.flag.load(Ordering::SeqCst) {
+            self.stopping = true;
+        }
+        if self.stopping && self.conns.iter().all(|c| c.is_none()) {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
     }
 }
 
@@ -409,13 +438,18 @@ struct Ctx<'a> {
 }
 
 fn conn_token(idx: usize, gen: u32, writable: bool) -> u64 {
-    CALLER_TOKEN_BASE + ((idx as u64) << 33 | (gen as u64) << 1 | writable as u64)
+    assert!(idx < 1 << 22, "too many connections");
+    (idx as u64) << 33 | (gen as u64) << 1 | writable as u64
 }
 
-fn arm_read(c: &mut Conn, idx: usize, r: &mut dyn Reactor) {
+fn split_conn_token(t: u64) -> (usize, u32, bool) {
+    ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1)
+}
+
+fn arm_read(c: &mut Conn, idx: usize, io: &mut Io<'_>) {
     if !c.read_armed && !c.closing {
         c.read_armed = true;
-        r.poll(c.stream.fd(), false, conn_token(idx, c.gen, false));
+        io.poll(c.stream.fd(), false, conn_token(idx, c.gen, false));
     }
 }
 
@@ -437,16 +471,16 @@ fn run_handshake(mut s: Stream, export: &Export, inbox: &Mutex<Vec<Stream>>, wak
     }
 }
 
-fn queue_reply(c: &mut Conn, msg: Vec<u8>, idx: usize, r: &mut dyn Reactor) {
+fn queue_reply(c: &mut Conn, msg: Vec<u8>, idx: usize, io: &mut Io<'_>) {
     c.out.push_back(msg);
     if !c.write_armed {
-        flush_out(c, idx, r);
+        flush_out(c, idx, io);
     }
 }
 
 /// Sends queued replies until the socket would block (then polls for
 /// writability) or the queue is empty.
-fn flush_out(c: &mut Conn, idx: usize, r: &mut dyn Reactor) {
+fn flush_out(c: &mut Conn, idx: usize, io: &mut Io<'_>) {
     while let Some(front) = c.out.front() {
         match c.stream.write(&front[c.out_pos..]) {
             Ok(n) => {
@@ -458,7 +492,7 @@ fn flush_out(c: &mut Conn, idx: usize, r: &mut dyn Reactor) {
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 c.write_armed = true;
-                r.poll(c.stream.fd(), true, conn_token(idx, c.gen, true));
+                io.poll(c.stream.fd(), true, conn_token(idx, c.gen, true));
                 return;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -473,19 +507,12 @@ fn flush_out(c: &mut Conn, idx: usize, r: &mut dyn Reactor) {
     }
 }
 
-fn reply_now(c: &mut Conn, idx: usize, handle: u64, err: u32, r: &mut dyn Reactor) {
-    queue_reply(c, proto::simple_reply(handle, err).to_vec(), idx, r);
+fn reply_now(c: &mut Conn, idx: usize, handle: u64, err: u32, io: &mut Io<'_>) {
+    queue_reply(c, proto::simple_reply(handle, err).to_vec(), idx, io);
 }
 
 /// Reads what the socket has and starts every complete request.
-fn read_requests(
-    c: &mut Conn,
-    idx: usize,
-    vol: &mut Volume,
-    r: &mut dyn Reactor,
-    ctx: &mut Ctx<'_>,
-    stopping: bool,
-) {
+fn read_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
     // Compact the buffer, then read until the socket would block or a
     // short read shows that it is drained (the re-armed poll catches
     // anything that arrives after).
@@ -557,7 +584,7 @@ fn read_requests(
                     "tiermux: write of {} bytes exceeds the {MAX_REQUEST_BYTES}-byte limit",
                     h.length
                 );
-                reply_now(c, idx, h.handle, errno::EOVERFLOW, r);
+                reply_now(c, idx, h.handle, errno::EOVERFLOW, io);
                 continue;
             }
             let need = REQUEST_BYTES + h.length as usize;
@@ -581,10 +608,10 @@ fn read_requests(
             None
         };
         if stopping {
-            reply_now(c, idx, h.handle, errno::ESHUTDOWN, r);
+            reply_now(c, idx, h.handle, errno::ESHUTDOWN, io);
             continue;
         }
-        start_request(c, idx, h, payload, vol, r, ctx);
+        start_request(c, idx, h, payload, io, ctx);
         if c.closing {
             break;
         }
@@ -592,7 +619,7 @@ fn read_requests(
     if eof {
         c.closing = true;
     } else {
-        arm_read(c, idx, r);
+        arm_read(c, idx, io);
     }
 }
 
@@ -601,8 +628,7 @@ fn start_request(
     idx: usize,
     h: RequestHeader,
     payload: Option<Vec<u8>>,
-    vol: &mut Volume,
-    r: &mut dyn Reactor,
+    io: &mut Io<'_>,
     ctx: &mut Ctx<'_>,
 ) {
     let fua = h.flags & proto::CMD_FLAG_FUA != 0;
@@ -611,10 +637,10 @@ fn start_request(
         proto::CMD_WRITE_ZEROES => proto::CMD_FLAG_FUA | proto::CMD_FLAG_NO_HOLE | (1 << 4),
         _ => 0,
     };
-    let bad = |c: &mut Conn, ctx: &mut Ctx<'_>, err: u32, why: String, r: &mut dyn Reactor| {
+    let bad = |c: &mut Conn, ctx: &mut Ctx<'_>, err: u32, why: String, io: &mut Io<'_>| {
         ctx.stats.bad_requests += 1;
         eprintln!("tiermux: bad request (handle {:#x}): {why}", h.handle);
-        reply_now(c, idx, h.handle, err, r);
+        reply_now(c, idx, h.handle, err, io);
     };
     if h.flags & !allowed != 0 {
         return bad(
@@ -622,7 +648,7 @@ fn start_request(
             ctx,
             errno::EINVAL,
             format!("flags {:#x} not valid for command {}", h.flags, h.kind),
-            r,
+            io,
         );
     }
     let req = match h.kind {
@@ -649,10 +675,18 @@ fn start_request(
             c.closing = true;
             return;
         }
-        other => return bad(c, ctx, errno::EINVAL, format!("unknown command {other}"), r),
+        other => {
+            return bad(
+                c,
+                ctx,
+                errno::EINVAL,
+                format!("unknown command {other}"),
+                io,
+            )
+        }
     };
     if !matches!(req, Request::Flush) {
-        if let Err(e) = vol.check_range(h.offset, h.length as u64) {
+        if let Err(e) = io.volume().check_range(h.offset, h.length as u64) {
             return bad(
                 c,
                 ctx,
@@ -661,9 +695,9 @@ fn start_request(
                     "offset {} length {} outside the {}-byte export or too large",
                     h.offset,
                     h.length,
-                    vol.size_bytes()
+                    io.volume().size_bytes()
                 ),
-                r,
+                io,
             );
         }
     }
@@ -673,5 +707,5 @@ fn start_request(
         handle: h.handle,
     });
     c.inflight += 1;
-    vol.submit(id as u64, req, r);
+    io.submit(id as u64, req);
 }

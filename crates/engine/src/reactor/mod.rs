@@ -12,12 +12,16 @@
 //! - [`fallback::ThreadReactor`]: when io_uring is unavailable: epoll for
 //!   sockets, a timerfd for timers and a small thread pool doing blocking
 //!   `pread`/`pwrite`/`fdatasync`.
+//! - [`sim::SimReactor`]: virtual time for tests: file operations complete
+//!   after seeded random delays, in any order, and a crash decides which of
+//!   those in flight happened; the same seed gives the same run.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 pub mod fallback;
+pub mod sim;
 pub mod uring;
 
 /// Token reported when a [`Waker`] woke the loop.
@@ -35,8 +39,14 @@ pub struct Completion {
 
 /// What a reactor does. Operations complete in any order.
 pub trait Reactor: Send {
-    /// Short name for logs ("io_uring" or "threads").
+    /// Short name for logs ("io_uring", "threads" or "simulated").
     fn kind(&self) -> &'static str;
+
+    /// The loop's clock, ns: CLOCK_MONOTONIC ([`now_ns`]) for real reactors,
+    /// a virtual clock for the simulated one. Deadlines and timers use it.
+    fn now_ns(&self) -> u64 {
+        now_ns()
+    }
 
     /// Queues a read of `len` bytes at `offset` of `fd` into `buf`.
     ///
@@ -60,7 +70,8 @@ pub trait Reactor: Send {
     /// writable when `writable`), or has an error or hang-up.
     fn poll(&mut self, fd: RawFd, writable: bool, token: u64);
 
-    /// Queues a timer that completes at `deadline_ns` on [`now_ns`]'s clock.
+    /// Queues a timer that completes at `deadline_ns` on [`Reactor::now_ns`]'s
+    /// clock.
     fn timer_at(&mut self, deadline_ns: u64, token: u64);
 
     /// Submits everything queued and blocks until at least one completion,
@@ -70,6 +81,12 @@ pub trait Reactor: Send {
 
     /// A handle other threads use to wake [`Reactor::wait`].
     fn waker(&self) -> Waker;
+
+    /// For tests: the process is killed now. Operations in flight have
+    /// happened or not, as the reactor models it, and nothing completes
+    /// afterwards. Real reactors leave this to the kernel (their drop
+    /// waits for what is running) and do nothing here.
+    fn crash(&mut self) {}
 
     /// Asks the reactor to perform file operations on `fd` (reads and
     /// writes up to [`INLINE_MAX_BYTES`], and syncs) itself, synchronously,

@@ -1,0 +1,224 @@
+//! A reactor in virtual time, for deterministic tests of the real volume.
+//!
+//! File operations queued before [`Reactor::wait`] are submitted there,
+//! each completing after a seeded random delay (so completions arrive out
+//! of order, as on a real device), and are performed on the real file
+//! (with `pread`/`pwrite`/`fdatasync`) at the moment they complete. Timers
+//! complete at their deadlines. `wait` advances the virtual clock straight
+//! to the next event instead of sleeping, so a test runs as fast as the
+//! volume's own code allows, and the same seed gives the same run.
+//!
+//! [`Reactor::crash`] models the process being killed: every file operation
+//! submitted and not yet completed has happened or not, by a seeded coin
+//! flip each (as the kernel finishes some of a killed process's I/O and
+//! not other), operations not yet submitted never happen, and nothing
+//! completes afterwards. Sockets do not exist here; a front end under this
+//! reactor submits requests directly.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::os::fd::{OwnedFd, RawFd};
+use std::sync::Arc;
+
+use tiermux_core::rng::Rng;
+
+use super::{new_eventfd, run_job, Completion, FileJob, FileOp, Reactor, Waker};
+
+/// What an event does when its time comes.
+enum Event {
+    File(FileJob),
+    Timer { deadline_ns: u64, token: u64 },
+}
+
+/// Counters of a simulated reactor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimReactorStats {
+    /// File operations completed.
+    pub file_ops: u64,
+    /// Timers completed.
+    pub timers: u64,
+    /// At a crash: writes in flight that happened.
+    pub crash_writes_kept: u64,
+    /// At a crash: writes in flight or queued that never happened.
+    pub crash_writes_lost: u64,
+}
+
+/// A reactor in virtual time (see the module documentation).
+pub struct SimReactor {
+    now_ns: u64,
+    rng: Rng,
+    max_delay_ns: u64,
+    queued: Vec<Event>,
+    /// Submitted events by (completion time, submission order).
+    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    slots: Vec<Option<Event>>,
+    free: Vec<usize>,
+    seq: u64,
+    crashed: bool,
+    wake: Arc<OwnedFd>,
+    /// Counters.
+    pub stats: SimReactorStats,
+}
+
+impl SimReactor {
+    /// A reactor whose file operations take 1 ns to `max_delay_ns` each,
+    /// drawn from `seed`; its clock starts at `start_ns`.
+    pub fn new(seed: u64, max_delay_ns: u64, start_ns: u64) -> io::Result<SimReactor> {
+        assert!(max_delay_ns >= 1, "a file operation takes some time");
+        Ok(SimReactor {
+            now_ns: start_ns,
+            rng: Rng::new(seed),
+            max_delay_ns,
+            queued: Vec::new(),
+            heap: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
+            crashed: false,
+            wake: new_eventfd(true)?,
+            stats: SimReactorStats::default(),
+        })
+    }
+
+    fn file(&mut self, fd: RawFd, op: FileOp, token: u64) {
+        assert!(!self.crashed, "the simulated process has crashed");
+        self.queued.push(Event::File(FileJob { fd, op, token }));
+    }
+
+    fn submit_queued(&mut self) {
+        for ev in std::mem::take(&mut self.queued) {
+            let t = match &ev {
+                Event::File(_) => self.now_ns + 1 + self.rng.below(self.max_delay_ns),
+                Event::Timer { deadline_ns, .. } => (*deadline_ns).max(self.now_ns),
+            };
+            let slot = match self.free.pop() {
+                Some(s) => {
+                    self.slots[s] = Some(ev);
+                    s
+                }
+                None => {
+                    self.slots.push(Some(ev));
+                    self.slots.len() - 1
+                }
+            };
+            self.seq += 1;
+            self.heap.push(Reverse((t, self.seq, slot)));
+        }
+    }
+}
+
+impl Reactor for SimReactor {
+    fn kind(&self) -> &'static str {
+        "simulated"
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    unsafe fn read(&mut self, fd: RawFd, buf: *mut u8, len: u32, offset: u64, token: u64) {
+        let op = FileOp::Read {
+            ptr: buf as usize,
+            len,
+            offset,
+        };
+        self.file(fd, op, token);
+    }
+
+    unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64) {
+        let op = FileOp::Write {
+            ptr: buf as usize,
+            len,
+            offset,
+        };
+        self.file(fd, op, token);
+    }
+
+    fn fsync(&mut self, fd: RawFd, token: u64) {
+        self.file(fd, FileOp::Sync, token);
+    }
+
+    fn poll(&mut self, _fd: RawFd, _writable: bool, _token: u64) {
+        panic!("the simulated reactor has no sockets; submit requests to the volume directly");
+    }
+
+    fn timer_at(&mut self, deadline_ns: u64, token: u64) {
+        assert!(!self.crashed, "the simulated process has crashed");
+        self.queued.push(Event::Timer { deadline_ns, token });
+    }
+
+    fn wait(&mut self, deadline_ns: Option<u64>, out: &mut Vec<Completion>) -> io::Result<()> {
+        assert!(!self.crashed, "the simulated process has crashed");
+        self.submit_queued();
+        let Some(&Reverse((t, _, slot))) = self.heap.peek() else {
+            return match deadline_ns {
+                Some(d) => {
+                    self.now_ns = self.now_ns.max(d);
+                    Ok(())
+                }
+                None => Err(io::Error::other(
+                    "simulated reactor: nothing in flight and no deadline (the loop would block forever)",
+                )),
+            };
+        };
+        if let Some(d) = deadline_ns {
+            if t > d {
+                self.now_ns = self.now_ns.max(d);
+                return Ok(());
+            }
+        }
+        self.heap.pop();
+        self.now_ns = self.now_ns.max(t);
+        let ev = self.slots[slot].take().expect("event in its slot");
+        self.free.push(slot);
+        match ev {
+            Event::File(job) => {
+                self.stats.file_ops += 1;
+                out.push(Completion {
+                    token: job.token,
+                    result: run_job(&job),
+                });
+            }
+            Event::Timer { token, .. } => {
+                self.stats.timers += 1;
+                out.push(Completion { token, result: 0 });
+            }
+        }
+        Ok(())
+    }
+
+    fn waker(&self) -> Waker {
+        Waker::new(self.wake.clone())
+    }
+
+    fn serve_inline(&mut self, _fd: RawFd) {}
+
+    fn crash(&mut self) {
+        self.crashed = true;
+        for ev in std::mem::take(&mut self.queued) {
+            if matches!(
+                ev,
+                Event::File(FileJob {
+                    op: FileOp::Write { .. },
+                    ..
+                })
+            ) {
+                self.stats.crash_writes_lost += 1;
+            }
+        }
+        while let Some(Reverse((_, _, slot))) = self.heap.pop() {
+            let ev = self.slots[slot].take().expect("event in its slot");
+            if let Event::File(job) = ev {
+                if matches!(job.op, FileOp::Write { .. }) {
+                    if self.rng.below(2) == 0 {
+                        run_job(&job);
+                        self.stats.crash_writes_kept += 1;
+                    } else {
+                        self.stats.crash_writes_lost += 1;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -37,6 +37,21 @@ fn volume() -> VolumeSpec {
     }
 }
 
+/// Two stacked caches (a small fast one over a larger middle one) over the
+/// home device.
+fn volume3() -> VolumeSpec {
+    let mut v = volume();
+    v.devices.insert(
+        1,
+        DeviceSpec {
+            name: "middle".into(),
+            capacity_blocks: CACHE_BLOCKS * 2,
+            role: DeviceRole::Cache,
+        },
+    );
+    v
+}
+
 fn params(policy: &str, write_mode: &str) -> Params {
     let mut p = Params::new();
     if policy == "split" || policy == "passthrough" {
@@ -47,7 +62,7 @@ fn params(policy: &str, write_mode: &str) -> Params {
     p.set("dirty_high_ratio", ParamValue::Float(0.3));
     p.set("dirty_low_ratio", ParamValue::Float(0.1));
     p.set("flush_max_inflight", ParamValue::Int(2));
-    if policy != "classic" {
+    if policy != "classic" && policy != "stacked" {
         p.set("window_ms", ParamValue::Float(0.1));
     }
     if policy == "nhc" || policy.starts_with("sib") {
@@ -64,6 +79,7 @@ struct World {
     pending: Vec<tiermux_core::Ready>,
     reads_checked: u64,
     label: String,
+    devices: usize,
 }
 
 impl World {
@@ -95,7 +111,7 @@ impl World {
                     let obs = Observation {
                         now_ns: step as u64 * 100_000,
                         interval_ns: 100_000,
-                        devices: vec![Default::default(); 2],
+                        devices: vec![Default::default(); self.devices],
                         ..Observation::default()
                     };
                     d.tick(&obs);
@@ -182,55 +198,72 @@ fn count(d: &Dispatcher) -> (f64, f64) {
     (get("cached_blocks"), get("dirty_blocks"))
 }
 
+/// Drives `policy` over `vol` through four rounds with a restart after
+/// each; returns the most cached and dirty blocks seen at a restart, and
+/// the state when it ended.
+fn exercise(
+    policy: &str,
+    wm: &str,
+    seed: u64,
+    vol: &VolumeSpec,
+) -> ((f64, f64), Vec<(String, f64)>) {
+    let home = vol.home().unwrap();
+    let build = || build_policy(policy, &params(policy, wm), vol, seed).unwrap();
+    let mut d = Dispatcher::new(build(), home);
+    d.track_changes();
+    let mut rng = Rng::new(seed * 31 + 7);
+    let mut world = World {
+        stored: HashMap::new(),
+        acked: HashMap::new(),
+        next_version: 0,
+        pending: Vec::new(),
+        reads_checked: 0,
+        label: String::new(),
+        devices: vol.devices.len(),
+    };
+    let mut writes = HashMap::new();
+    let mut most = (0.0f64, 0.0f64);
+    for round in 0..4 {
+        world.label = format!("{policy} {wm} seed {seed} round {round}");
+        world.drive(&mut d, &mut rng, 1500, &mut writes);
+        let before = count(&d);
+        most = (most.0.max(before.0), most.1.max(before.1));
+        // Restart: a fresh policy over the saved map. The seed is the
+        // same: split's placement hashes with it.
+        let mut saved = tiermux_core::PlacementMap::new(home);
+        for (b, mut e) in d.map().iter() {
+            e.flags = 0;
+            saved.set(b, e);
+        }
+        d = Dispatcher::with_map(build(), saved)
+            .unwrap_or_else(|e| panic!("{policy} {wm}: restore failed: {e}"));
+        d.track_changes();
+        assert_eq!(
+            count(&d),
+            before,
+            "{policy} {wm}: restart changed the cache"
+        );
+    }
+    assert!(
+        world.reads_checked > 500,
+        "{policy}: {}",
+        world.reads_checked
+    );
+    let state = d
+        .policy()
+        .controller_state()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    (most, state)
+}
+
 #[test]
 fn tracking_contract_and_restart_for_every_policy() {
     for reg in tiermux_core::REGISTRY {
         for wm in ["wa", "wt", "wb"] {
             for seed in 0..6u64 {
-                let vol = volume();
-                let policy = build_policy(reg.name, &params(reg.name, wm), &vol, seed).unwrap();
-                let mut d = Dispatcher::new(policy, 1);
-                d.track_changes();
-                let mut rng = Rng::new(seed * 31 + 7);
-                let mut world = World {
-                    stored: HashMap::new(),
-                    acked: HashMap::new(),
-                    next_version: 0,
-                    pending: Vec::new(),
-                    reads_checked: 0,
-                    label: format!("{} {wm} seed {seed}", reg.name),
-                };
-                let mut writes = HashMap::new();
-                let mut most = (0.0f64, 0.0f64);
-                for round in 0..4 {
-                    world.label = format!("{} {wm} seed {seed} round {round}", reg.name);
-                    world.drive(&mut d, &mut rng, 1500, &mut writes);
-                    let before = count(&d);
-                    most = (most.0.max(before.0), most.1.max(before.1));
-                    // Restart: a fresh policy over the saved map. The seed
-                    // is the same: split's placement hashes with it.
-                    let mut saved = tiermux_core::PlacementMap::new(1);
-                    for (b, mut e) in d.map().iter() {
-                        e.flags = 0;
-                        saved.set(b, e);
-                    }
-                    let policy = build_policy(reg.name, &params(reg.name, wm), &vol, seed).unwrap();
-                    d = Dispatcher::with_map(policy, saved)
-                        .unwrap_or_else(|e| panic!("{} {wm}: restore failed: {e}", reg.name));
-                    d.track_changes();
-                    assert_eq!(
-                        count(&d),
-                        before,
-                        "{} {wm}: restart changed the cache",
-                        reg.name
-                    );
-                }
-                assert!(
-                    world.reads_checked > 500,
-                    "{}: {}",
-                    reg.name,
-                    world.reads_checked
-                );
+                let (most, _) = exercise(reg.name, wm, seed, &volume());
                 if matches!(reg.name, "classic" | "nhc")
                     || (wm == "wb" && !matches!(reg.name, "split" | "passthrough"))
                 {
@@ -239,6 +272,29 @@ fn tracking_contract_and_restart_for_every_policy() {
                         assert!(most.1 > 0.0, "{} wb: nothing dirty at a restart", reg.name);
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Two stacked caches over a home device: the version checker, the
+/// tracking contract and restarts hold, and both cache levels are used.
+#[test]
+fn stacked_caches_over_three_devices() {
+    for wm in ["wa", "wt", "wb"] {
+        for seed in 0..6u64 {
+            let (most, state) = exercise("stacked", wm, seed, &volume3());
+            let get = |n: &str| state.iter().find(|(k, _)| k == n).unwrap().1;
+            assert!(
+                most.0 > 0.0,
+                "stacked {wm}: nothing cached on the top level"
+            );
+            assert!(
+                get("cached_blocks_1") > 0.0,
+                "stacked {wm}: the middle level is unused"
+            );
+            if wm == "wb" {
+                assert!(most.1 > 0.0, "stacked wb: nothing dirty at a restart");
             }
         }
     }

@@ -56,6 +56,12 @@ fn config(dir: &Path, policy: &str, extra: &str) -> VolumeConfig {
     } else {
         256 << 10
     };
+    // Stacked caching gets a second, larger cache between the two.
+    let middle = if policy == "stacked" {
+        "[[device]]\nname = \"middle\"\npath = \"middle.img\"\nsize = 524288\n"
+    } else {
+        ""
+    };
     let text = format!(
         r#"
 size = {VOL_BYTES}
@@ -63,7 +69,7 @@ size = {VOL_BYTES}
 name = "fast"
 path = "fast.img"
 size = {fast}
-[[device]]
+{middle}[[device]]
 name = "slow"
 path = "slow.img"
 [policy]
@@ -223,7 +229,7 @@ fn run(spec: &Spec<'_>) -> Outcome {
         crashes: 0,
         fingerprint: Vec::new(),
     };
-    let mut fingerprint = vec![0u64; 5];
+    let mut fingerprint = vec![0u64; 7];
     let hot = VOL_BYTES / 8;
     let mut issued = 0;
     while issued < spec.ops || !inflight.is_empty() {
@@ -337,11 +343,11 @@ fn random_request(
 /// Adds the volume's device and request counters to `fingerprint`.
 fn note(h: &Harness, fingerprint: &mut [u64]) {
     let v = h.vol();
-    for (i, d) in v.devices().iter().enumerate().take(2) {
+    for (i, d) in v.devices().iter().enumerate() {
         fingerprint[2 * i] += d.counters.read_bytes;
         fingerprint[2 * i + 1] += d.counters.write_bytes;
     }
-    fingerprint[4] += v.stats().requests;
+    fingerprint[6] += v.stats().requests;
 }
 
 /// Applies finished requests to the model and checks reads against it.
@@ -397,6 +403,11 @@ const MODES: &[(&str, &str)] = &[
     ),
     ("split", ""),
     ("passthrough", ""),
+    (
+        "stacked",
+        "write_mode = \"wb\"\ndirty_high_ratio = 0.3\ndirty_low_ratio = 0.1",
+    ),
+    ("stacked", "write_mode = \"wt\""),
 ];
 
 #[test]
@@ -462,6 +473,10 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
             out.reads > 5000 && out.bytes > 2_000_000,
             "{policy}: {out:?}"
         );
+        if *policy == "stacked" {
+            // The middle cache of the three devices read and wrote.
+            assert!(out.fingerprint[2] > 0 && out.fingerprint[3] > 0, "{out:?}");
+        }
         crashes += out.crashes;
     }
     println!(

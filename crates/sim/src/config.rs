@@ -71,6 +71,11 @@ pub struct SimConfig {
     /// Blocks of the first device the policy may use (the cache size).
     #[serde(default = "default_cache_blocks")]
     pub cache_blocks: u64,
+    /// Blocks each device after the first offers, for hierarchies of three
+    /// or more devices (one number per device but the first and the last;
+    /// default: the whole volume).
+    #[serde(default)]
+    pub middle_device_blocks: Vec<u64>,
     /// Size of the volume, blocks (default: what the workload needs).
     #[serde(default)]
     pub volume_blocks: Option<u64>,
@@ -128,6 +133,7 @@ impl Default for SimConfig {
             params: BTreeMap::new(),
             block_size: default_block_size(),
             cache_blocks: default_cache_blocks(),
+            middle_device_blocks: Vec::new(),
             volume_blocks: None,
             workload: WorkloadSpec::default(),
             client: ClientSpec::default(),
@@ -256,6 +262,24 @@ impl SimConfig {
         check("cache_blocks", c.cache_blocks >= 1, || {
             "must be at least 1".into()
         })?;
+        check(
+            "middle_device_blocks",
+            c.middle_device_blocks.is_empty()
+                || c.middle_device_blocks.len() + 2 == c.devices.len(),
+            || {
+                format!(
+                    "gives {} sizes; the {} devices have {} between the first and the last",
+                    c.middle_device_blocks.len(),
+                    c.devices.len(),
+                    c.devices.len().saturating_sub(2)
+                )
+            },
+        )?;
+        check(
+            "middle_device_blocks",
+            c.middle_device_blocks.iter().all(|&b| b >= 1),
+            || "every size must be at least 1".into(),
+        )?;
         check(
             "duration_s",
             c.duration_s.is_finite() && c.duration_s > 0.0,
@@ -407,7 +431,8 @@ impl SimConfig {
 }
 
 /// The volume a configuration describes: the first device offers
-/// `cache_blocks`, the others the whole volume; every device caches the next
+/// `cache_blocks`, the middle ones `middle_device_blocks` (default: the
+/// whole volume), the last the whole volume; every device caches the next
 /// and the last is home.
 pub fn volume_spec(
     c: &SimConfig,
@@ -426,7 +451,10 @@ pub fn volume_spec(
                 capacity_blocks: if i == 0 {
                     c.cache_blocks
                 } else {
-                    volume_blocks
+                    c.middle_device_blocks
+                        .get(i - 1)
+                        .copied()
+                        .unwrap_or(volume_blocks)
                 },
                 role,
             })

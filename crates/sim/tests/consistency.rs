@@ -85,7 +85,7 @@ fn config(
         c.params.insert("wa_write_hit".into(), s("invalidate"));
     }
     // Tune fast so that the controllers act within the short run.
-    if policy != "classic" {
+    if policy != "classic" && policy != "stacked" {
         c.params.insert("window_ms".into(), toml::Value::Float(0.2));
     }
     if policy == "nhc" {
@@ -155,6 +155,47 @@ fn every_policy_and_write_mode() {
                         assert!(r.reads_checked > 1000, "{policy}/{wm}: {}", r.reads_checked);
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Two stacked caches (DRAM over NVM) over a Flash home device, every write
+/// mode and replacement: the checker finds no stale read, and both levels
+/// serve hits.
+#[test]
+fn stacked_caches_over_three_devices() {
+    for wm in ["wa", "wt", "wb"] {
+        for repl in ["lru", "arc"] {
+            for seed in 0..3 {
+                let mut c = config(
+                    "stacked",
+                    wm,
+                    repl,
+                    "async",
+                    (seed % 4) as u8,
+                    0.4,
+                    0.3,
+                    2,
+                    32,
+                    48,
+                    seed,
+                );
+                c.devices = vec!["dram".into(), "nvm".into(), "flash-970pro".into()];
+                c.middle_device_blocks = vec![160];
+                let r = run(&c).unwrap_or_else(|e| panic!("stacked/{wm}/{repl}/{seed}: {e}"));
+                assert!(r.reads_checked > 1000, "stacked/{wm}: {}", r.reads_checked);
+                let ops = |d: usize| r.devices[d].ops_per_s;
+                assert!(
+                    ops(0) > 0.0 && ops(1) > 0.0 && ops(2) > 0.0,
+                    "{:?}",
+                    r.devices
+                );
+                let state = |n: &str| r.controller.iter().find(|(k, _)| k == n).unwrap().1;
+                assert!(
+                    state("cached_blocks_1") > 0.0,
+                    "the middle level holds nothing"
+                );
             }
         }
     }

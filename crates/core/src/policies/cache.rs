@@ -300,11 +300,7 @@ impl CacheCore {
                 match slot {
                     Some(slot) => {
                         ctx.plan.client(cache, Op::Write, slot as u64);
-                        let en = ctx.map.entry_mut(block);
-                        if en.dirty & (1 << cache) == 0 {
-                            en.dirty |= 1 << cache;
-                            self.dirty_blocks += 1;
-                        }
+                        self.mark_dirty(block, ctx.map);
                     }
                     None => {
                         ctx.plan.client(backing, Op::Write, block);
@@ -316,9 +312,28 @@ impl CacheCore {
         outcome
     }
 
+    /// Notes a hit on the block in `slot` (replacement order).
+    pub fn touch(&mut self, slot: u32) {
+        self.repl.on_hit(slot);
+    }
+
+    /// Marks the cached copy of `block` newer than its home copy.
+    pub fn mark_dirty(&mut self, block: u64, map: &mut PlacementMap) {
+        let cache = self.pair.cache;
+        let en = map.entry_mut(block);
+        assert!(
+            en.present & (1 << cache) != 0,
+            "block {block} is not cached"
+        );
+        if en.dirty & (1 << cache) == 0 {
+            en.dirty |= 1 << cache;
+            self.dirty_blocks += 1;
+        }
+    }
+
     /// Drops the cached copy of `block` (which must be clean or about to be
     /// overwritten at home).
-    fn invalidate(&mut self, block: u64, map: &mut PlacementMap) {
+    pub fn invalidate(&mut self, block: u64, map: &mut PlacementMap) {
         let cache = self.pair.cache;
         let e = map.get(block);
         if e.valid_on(cache) {
@@ -339,7 +354,7 @@ impl CacheCore {
     /// Finds a slot for `block`, evicting a clean, unlocked victim if the
     /// cache is full. Returns `None` when every candidate is dirty or busy
     /// (then flushes are queued so that later admissions succeed).
-    fn admit(
+    pub fn admit(
         &mut self,
         block: u64,
         map: &mut PlacementMap,

@@ -13,6 +13,7 @@ pub mod nhc;
 pub mod passthrough;
 pub mod sib;
 pub mod split;
+pub mod stacked;
 
 /// Constructor signature of a registered policy.
 pub type PolicyBuilder = fn(&Params, &VolumeSpec, u64) -> Result<Box<dyn Policy>, PolicyError>;
@@ -36,6 +37,7 @@ pub static REGISTRY: &[Registered] = &[
     sib::REGISTERED_PLUS_PLUS,
     lbica::REGISTERED,
     passthrough::REGISTERED,
+    stacked::REGISTERED,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

@@ -2,7 +2,7 @@
 //!
 //! Everything a storage-hierarchy policy needs and nothing that touches a
 //! device or a clock: the request and plan vocabulary ([`types`]), the
-//! placement map ([`map`]), cache replacement ([`replacement`]), the
+//! placement map ([`map`], with a segment layer in [`segments`]), cache replacement ([`replacement`]), the
 //! policy interface ([`policy`]), the policies and their registry
 //! ([`policies`]), the observations
 //! controllers consume ([`observe`]) and the [`dispatch::Dispatcher`] that
@@ -19,6 +19,7 @@ pub mod policies;
 pub mod policy;
 pub mod replacement;
 pub mod rng;
+pub mod segments;
 pub mod types;
 
 pub use dispatch::{Acked, Dispatcher, Ready, NO_TAG};

@@ -1,0 +1,82 @@
+//! The intrusive doubly linked list both replacement algorithms keep their
+//! recency order in: nodes live in an arena indexed by slot.
+
+/// No node.
+pub(super) const NIL: u32 = u32::MAX;
+
+/// An intrusive doubly linked list over an arena of nodes; head is MRU.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct List {
+    pub(super) head: u32,
+    pub(super) tail: u32,
+    pub(super) len: usize,
+}
+
+/// Nodes that carry list links.
+pub(super) trait Links {
+    fn prev(&self) -> u32;
+    fn next(&self) -> u32;
+    fn set_prev(&mut self, v: u32);
+    fn set_next(&mut self, v: u32);
+}
+
+/// Implements [`Links`] for a node type with `prev` and `next` fields.
+macro_rules! impl_links {
+    ($t:ty) => {
+        impl Links for $t {
+            fn prev(&self) -> u32 {
+                self.prev
+            }
+            fn next(&self) -> u32 {
+                self.next
+            }
+            fn set_prev(&mut self, v: u32) {
+                self.prev = v;
+            }
+            fn set_next(&mut self, v: u32) {
+                self.next = v;
+            }
+        }
+    };
+}
+
+impl List {
+    pub(super) const fn new() -> Self {
+        List {
+            head: NIL,
+            tail: NIL,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    pub(super) fn push_front<N: Links>(&mut self, nodes: &mut [N], i: u32) {
+        nodes[i as usize].set_prev(NIL);
+        nodes[i as usize].set_next(self.head);
+        if self.head != NIL {
+            nodes[self.head as usize].set_prev(i);
+        } else {
+            self.tail = i;
+        }
+        self.head = i;
+        self.len += 1;
+    }
+
+    #[inline]
+    pub(super) fn unlink<N: Links>(&mut self, nodes: &mut [N], i: u32) {
+        let (prev, next) = (nodes[i as usize].prev(), nodes[i as usize].next());
+        if prev != NIL {
+            nodes[prev as usize].set_next(next);
+        } else {
+            self.head = next;
+        }
+        if next != NIL {
+            nodes[next as usize].set_prev(prev);
+        } else {
+            self.tail = prev;
+        }
+        self.len -= 1;
+    }
+}
+
+pub(super) use impl_links;

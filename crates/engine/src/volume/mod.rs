@@ -1,14 +1,16 @@
 //! The volume: a block address space served by a policy over real devices.
 //!
-//! The volume is driven by one event loop (see `tiermux-server`). Client
-//! requests come in through [`Volume::submit`]; each block of a request is
-//! one access to the core's [`Dispatcher`], whose plans the volume performs
-//! on the devices through the loop's [`Reactor`]. Device completions come
-//! back through [`Volume::on_completion`], and finished requests leave
-//! through [`Volume::end_batch`], which first makes the placement map's
-//! records durable.
+//! The volume is driven by the engine's event loop ([`crate::runtime`]).
+//! Client requests come in through [`Volume::submit`]; each block of a
+//! request is one access to the core's [`Dispatcher`], whose plans the
+//! volume performs on the devices through the loop's [`Reactor`]
+//! (`device_io`). Device completions come back through
+//! [`Volume::on_completion`], and finished requests leave through
+//! [`Volume::end_batch`], which first makes the placement map's records
+//! durable.
 //!
-//! Metadata ordering (why an acknowledged write survives a crash):
+//! Metadata ordering (why an acknowledged write survives a crash; the
+//! entries recorded are in `durable`):
 //! - before a plan's operations reach the kernel, the durable entry of its
 //!   block loses every copy the plan overwrites or drops (and an evicted
 //!   block loses its slot), so a crash mid-plan never leaves the map
@@ -16,21 +18,29 @@
 //! - after the plan has finished, the block's new entry is recorded, and a
 //!   write is acknowledged only after that record is committed.
 //!
-//! [`Reactor::wait`] submits queued operations only after `end_batch` has
-//! committed the journal, which gives the first rule without extra waits.
+//! [`Reactor::wait`] submits queued operations only when the loop waits,
+//! and the loop commits the journal just before every wait, which gives
+//! the first rule without extra waits.
 
 use std::collections::VecDeque;
 
-use tiermux_core::dispatch::{MapEvent, NO_TAG};
-use tiermux_core::map::LOC_DEVICES;
 use tiermux_core::policy::{DeviceSpec, VolumeSpec};
-use tiermux_core::{build_policy, Access, Dispatcher, Entry, ObservationBuilder, Op, Outcome};
+use tiermux_core::{build_policy, Access, Dispatcher, ObservationBuilder, Op, Outcome};
+
+mod bufpool;
+mod device_io;
+mod durable;
+mod request;
+
+use bufpool::BufPool;
+use request::{client_tag, split_tag, Phase, Req};
+pub use request::{Done, Request};
 
 use crate::buf::AlignedBuf;
 use crate::config::VolumeConfig;
 use crate::device::Device;
 use crate::journal::{Metadata, Recovery, VolumeShape};
-use crate::reactor::{Completion, Reactor};
+use crate::reactor::Reactor;
 use crate::slab::Slab;
 
 /// Largest request the volume accepts, bytes.
@@ -45,112 +55,6 @@ const KIND_SYNC: u64 = 3;
 /// rest to the front end).
 pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_SYNC + 1) << KIND_SHIFT;
 
-/// A client access's tag: request slot, an RMW-read flag and the block's
-/// index within the request.
-const BLOCK_BITS: u32 = 20;
-const RMW_BIT: u64 = 1 << BLOCK_BITS;
-const SLOT_SHIFT: u32 = BLOCK_BITS + 1;
-
-fn client_tag(slot: usize, rmw: bool, index: u64) -> u64 {
-    (slot as u64) << SLOT_SHIFT | if rmw { RMW_BIT } else { 0 } | index
-}
-
-fn split_tag(tag: u64) -> (usize, bool, usize) {
-    (
-        (tag >> SLOT_SHIFT) as usize,
-        tag & RMW_BIT != 0,
-        (tag & (RMW_BIT - 1)) as usize,
-    )
-}
-
-/// A client request.
-#[derive(Debug)]
-pub enum Request {
-    /// Read `len` bytes at `offset`.
-    Read {
-        /// Byte offset.
-        offset: u64,
-        /// Bytes.
-        len: u32,
-    },
-    /// Write `data` at `offset`; `fua` makes it durable before the reply.
-    Write {
-        /// Byte offset.
-        offset: u64,
-        /// The bytes to write.
-        data: Vec<u8>,
-        /// Force unit access.
-        fua: bool,
-    },
-    /// Write `len` zero bytes at `offset`.
-    WriteZeroes {
-        /// Byte offset.
-        offset: u64,
-        /// Bytes.
-        len: u32,
-        /// Force unit access.
-        fua: bool,
-    },
-    /// Make every acknowledged write durable.
-    Flush,
-    /// Discard a range (advisory: accepted, the data stays readable).
-    Trim {
-        /// Byte offset.
-        offset: u64,
-        /// Bytes.
-        len: u32,
-    },
-}
-
-/// A finished request.
-#[derive(Debug)]
-pub struct Done {
-    /// The caller's id for the request.
-    pub id: u64,
-    /// 0, or the errno of a failure.
-    pub error: i32,
-    /// For a successful read: the buffer holding the data at `data_offset`.
-    pub data: Option<AlignedBuf>,
-    /// Where the read data starts in `data`.
-    pub data_offset: usize,
-    /// Read length, bytes.
-    pub len: u32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Waiting for other requests' read-modify-writes on its blocks.
-    Blocked,
-    /// Reading partial blocks before writing them.
-    Rmw,
-    /// Block accesses in flight.
-    Access,
-    /// Syncing devices and the journal (flush, FUA).
-    Sync,
-}
-
-struct Req {
-    id: u64,
-    op: Op,
-    kind_flush: bool,
-    offset: u64,
-    len: u32,
-    first_block: u64,
-    nblocks: u32,
-    buf: AlignedBuf,
-    pending: u32,
-    phase: Phase,
-    error: i32,
-    fua: bool,
-    rmw_blocks: [Option<u64>; 2],
-    started_ns: u64,
-    /// Block accesses submitted whose plans have not finished; the slot
-    /// (and so the tag) stays reserved until they have.
-    open_flights: u32,
-    /// The reply was handed out.
-    replied: bool,
-}
-
 struct DevOp {
     flight: u32,
     index: tiermux_core::PlanIndex,
@@ -162,36 +66,6 @@ struct DevOp {
     submitted_ns: u64,
     deadline_ns: u64,
     result: i32,
-}
-
-/// Reference-counted block buffers for device reads and copies.
-struct BufPool {
-    bufs: Vec<AlignedBuf>,
-    refs: Vec<u32>,
-    free: Vec<u32>,
-    block_size: usize,
-}
-
-impl BufPool {
-    fn alloc(&mut self) -> u32 {
-        if let Some(id) = self.free.pop() {
-            self.refs[id as usize] = 1;
-            return id;
-        }
-        self.bufs.push(AlignedBuf::zeroed(self.block_size));
-        self.refs.push(1);
-        (self.bufs.len() - 1) as u32
-    }
-    fn retain(&mut self, id: u32) {
-        self.refs[id as usize] += 1;
-    }
-    fn release(&mut self, id: u32) {
-        let r = &mut self.refs[id as usize];
-        *r -= 1;
-        if *r == 0 {
-            self.free.push(id);
-        }
-    }
 }
 
 /// Cumulative volume counters.
@@ -321,12 +195,7 @@ impl Volume {
         Ok(Volume {
             cfg: cfg.clone(),
             dispatcher,
-            pool: BufPool {
-                bufs: Vec::new(),
-                refs: Vec::new(),
-                free: Vec::new(),
-                block_size: bs as usize,
-            },
+            pool: BufPool::new(bs as usize),
             obs: ObservationBuilder::new(devices.len(), now),
             devices,
             meta,
@@ -589,108 +458,6 @@ impl Volume {
         }
     }
 
-    fn on_map_event(&mut self, ev: MapEvent) {
-        match ev {
-            MapEvent::Decided(d) => match d.own {
-                Some(own) => {
-                    for (b, old, new) in d.changes {
-                        if own.contains(&b) {
-                            let pre = pre_entry(old, new, d.written_devices, self.home);
-                            self.meta.record(b, pre);
-                        } else {
-                            let (pre, grew) = reduction(old, new, self.home);
-                            if grew {
-                                self.stats.contract_violations += 1;
-                                eprintln!("tiermux: policy '{}' added a copy of block {b} while deciding blocks {own:?}; not persisted until that block is written again", self.dispatcher.policy().name());
-                            }
-                            self.meta.record(b, pre);
-                        }
-                    }
-                }
-                None => {
-                    // Changes without I/O (ticks, finished jobs) can only
-                    // drop copies or flags: record no more than what the
-                    // durable entry already backs with data.
-                    for (b, _, new) in d.changes {
-                        let (safe, _) = reduction(self.meta.durable(b), new, self.home);
-                        self.meta.record(b, safe);
-                    }
-                }
-            },
-            MapEvent::Finished(f) => {
-                self.meta.record(f.block, f.entry);
-                if f.tag != NO_TAG {
-                    let (idx, rmw, _) = split_tag(f.tag);
-                    let req = self
-                        .reqs
-                        .get_mut(idx)
-                        .expect("request of a finished flight");
-                    req.open_flights -= 1;
-                    if !rmw && req.op == Op::Write && req.phase == Phase::Access {
-                        req.pending -= 1;
-                        if req.pending == 0 {
-                            self.request_accessed(idx);
-                        }
-                    } else if req.replied && req.open_flights == 0 {
-                        self.reqs.remove(idx);
-                    }
-                }
-            }
-        }
-    }
-
-    fn issue(&mut self, ready: tiermux_core::Ready, r: &mut dyn Reactor) {
-        let io = ready.io;
-        let bs = self.cfg.block_size;
-        let now = r.now_ns();
-        let (ptr, buf): (*mut u8, Option<u32>) = match (io.dir, io.purpose) {
-            (Op::Write, tiermux_core::Purpose::Client) => {
-                let (idx, _, i) = split_tag(ready.tag);
-                let req = self.reqs.get_mut(idx).expect("request of a client write");
-                // SAFETY: the offset stays within the request's buffer
-                // (block `i` < nblocks), which lives until the request
-                // finishes, after all its flights (and so this write) did.
-                (unsafe { req.buf.as_mut_ptr().add(i * bs as usize) }, None)
-            }
-            (Op::Write, _) => {
-                let id = ready.src_payload as u32;
-                self.pool.retain(id);
-                (self.pool.bufs[id as usize].as_mut_ptr(), Some(id))
-            }
-            (Op::Read, _) => {
-                let id = self.pool.alloc();
-                (self.pool.bufs[id as usize].as_mut_ptr(), Some(id))
-            }
-        };
-        let dev = &mut self.devices[io.device as usize];
-        let deadline_ns = dev.submitted(now, io.dir, bs as u64, io.addr, io.purpose.index());
-        let fd = dev.fd();
-        if dev.memory_backed {
-            r.serve_inline(fd);
-        }
-        let slot = self.ops.insert(DevOp {
-            flight: ready.flight,
-            index: ready.index,
-            device: io.device,
-            dir: io.dir,
-            buf,
-            tag: ready.tag,
-            submitted_ns: now,
-            deadline_ns,
-            result: 0,
-        });
-        let offset = io.addr * bs as u64;
-        match io.dir {
-            // SAFETY: the buffer (a pool buffer with a reference held by this
-            // operation, or the request's buffer kept until the request
-            // finishes) outlives the operation, which is removed from `ops`
-            // only when its completion arrives.
-            Op::Read => unsafe { r.read(fd, ptr, bs, offset, token(KIND_DEV_IO, slot)) },
-            // SAFETY: as above.
-            Op::Write => unsafe { r.write(fd, ptr, bs, offset, token(KIND_DEV_IO, slot)) },
-        }
-    }
-
     fn on_acked(&mut self, a: tiermux_core::Acked, r: &mut dyn Reactor) {
         self.obs.outcome(a.access.op, a.outcome);
         if a.access.op == Op::Read {
@@ -740,76 +507,6 @@ impl Volume {
             req.pending = u32::MAX;
         }
         self.finished.push(idx);
-    }
-
-    /// Handles a completion whose token belongs to the volume.
-    pub fn on_completion(&mut self, c: Completion, r: &mut dyn Reactor) {
-        let kind = c.token >> KIND_SHIFT;
-        let index = (c.token & ((1 << KIND_SHIFT) - 1)) as usize;
-        match kind {
-            KIND_DEV_IO => {
-                let now = r.now_ns();
-                let op = self.ops.get_mut(index).expect("device op");
-                op.result = c.result;
-                if op.deadline_ns > now {
-                    let d = op.deadline_ns;
-                    r.timer_at(d, token(KIND_EMU_WAIT, index));
-                    return;
-                }
-                self.finish_op(index, now, r);
-            }
-            KIND_EMU_WAIT => self.finish_op(index, r.now_ns(), r),
-            KIND_SYNC => {
-                let req = self.reqs.get_mut(index).expect("syncing request");
-                if c.result < 0 && req.error == 0 {
-                    req.error = -c.result;
-                }
-                req.pending -= 1;
-                if req.pending == 0 {
-                    req.phase = Phase::Access;
-                    self.finished.push(index);
-                }
-            }
-            _ => panic!("token {:#x} is not the volume's", c.token),
-        }
-    }
-
-    fn finish_op(&mut self, slot: usize, now: u64, r: &mut dyn Reactor) {
-        let op = self.ops.remove(slot).expect("device op");
-        let bs = self.cfg.block_size as u64;
-        let ok = op.result == bs as i32;
-        self.devices[op.device as usize].completed(op.dir, bs);
-        self.obs
-            .device_op(op.device as usize, op.dir, bs, now - op.submitted_ns);
-        if !ok {
-            self.stats.device_errors += 1;
-            let dev = &self.devices[op.device as usize];
-            eprintln!(
-                "tiermux: {} on device '{}' failed: {}",
-                if op.dir == Op::Read { "read" } else { "write" },
-                dev.name,
-                if op.result < 0 {
-                    rustix::io::Errno::from_raw_os_error(-op.result).to_string()
-                } else {
-                    format!("short transfer of {} bytes", op.result)
-                }
-            );
-            if op.tag != NO_TAG {
-                if let Some(req) = self.reqs.get_mut(split_tag(op.tag).0) {
-                    req.error = rustix::io::Errno::IO.raw_os_error();
-                }
-            }
-        }
-        let payload = if op.dir == Op::Read {
-            op.buf.unwrap_or(0) as u64
-        } else {
-            0
-        };
-        self.dispatcher.complete(op.flight, op.index, payload);
-        self.drain(r);
-        if let Some(id) = op.buf {
-            self.pool.release(id);
-        }
     }
 
     /// Feeds the policy's controller when a tick is due.
@@ -913,144 +610,5 @@ impl Volume {
     /// Metadata records written and checkpoints taken since opening.
     pub fn metadata_counters(&self) -> (u64, u64) {
         (self.meta.records_written, self.meta.checkpoints)
-    }
-}
-
-fn strip_flags(mut e: Entry) -> Entry {
-    e.flags = 0;
-    e
-}
-
-/// Copies that hold the block's current data.
-fn valid(e: &Entry) -> u8 {
-    let v = e.present & !e.stale;
-    if e.dirty != 0 {
-        v & e.dirty
-    } else {
-        v
-    }
-}
-
-fn drop_devices(mut e: Entry, devices: u8, home: u8) -> Entry {
-    let devices = devices & !(1 << home);
-    for d in 0..tiermux_core::types::MAX_DEVICES as u8 {
-        if devices & (1 << d) != 0 {
-            e.drop_copy(d);
-        }
-    }
-    e
-}
-
-/// Devices present in both entries at different locations.
-fn relocated(old: &Entry, new: &Entry) -> u8 {
-    (0..LOC_DEVICES as u8)
-        .filter(|&d| old.present & new.present & (1 << d) != 0 && old.loc(d) != new.loc(d))
-        .fold(0, |m, d| m | 1 << d)
-}
-
-/// Devices whose copy in `old` is not kept as it is in `new`: gone, or at
-/// another location.
-fn changed_copies(old: &Entry, new: &Entry) -> u8 {
-    (old.present & !new.present) | relocated(old, new)
-}
-
-/// The durable entry of a decision's own block while its plan runs: the
-/// old entry without the copies the plan overwrites and those the decision
-/// drops or moves. The only current copy of a dirty block is kept even when
-/// overwritten in place (as a disk overwrites a sector).
-fn pre_entry(old: Entry, new: Entry, written: u8, home: u8) -> Entry {
-    let old = strip_flags(old);
-    let dropped = valid(&old) & !valid(&new);
-    let removed = (written | changed_copies(&old, &new) | dropped) & !(1 << home);
-    if valid(&old) & !removed == 0 {
-        // Every current copy is being replaced. A dirty block's copy is the
-        // only current data (home is older), so it stays; a clean block
-        // falls back to its home copy.
-        if old.dirty != 0 {
-            return old;
-        }
-        return Entry {
-            present: 1 << home,
-            ..Entry::default()
-        };
-    }
-    drop_devices(old, removed, home)
-}
-
-/// The durable entry of a block another decision touched (an eviction):
-/// only copies both entries agree on. Also says whether `new` has copies
-/// `old` lacks (which a decision must not add to another block).
-fn reduction(old: Entry, new: Entry, home: u8) -> (Entry, bool) {
-    let old = strip_flags(old);
-    let new = strip_flags(new);
-    let grew = valid(&new) & !valid(&old) != 0 || relocated(&old, &new) & !(1 << home) != 0;
-    if old == new {
-        return (new, false);
-    }
-    let removed = (changed_copies(&old, &new) | (valid(&old) & !valid(&new))) & !(1 << home);
-    let mut r = drop_devices(old, removed, home);
-    // Dirtiness cleared without I/O is not trusted; dirtiness added is.
-    r.dirty |= new.dirty & r.present;
-    if valid(&r) == 0 {
-        r = Entry {
-            present: 1 << home,
-            ..Entry::default()
-        };
-    }
-    (r, grew)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn e(present: u8, dirty: u8, slot: u32) -> Entry {
-        Entry {
-            present,
-            dirty,
-            stale: 0,
-            flags: 0,
-            loc: [slot, 0, 0],
-        }
-    }
-
-    #[test]
-    fn pre_entries_never_point_at_space_being_written() {
-        let home = 1;
-        // Write-back hit on a clean cached block: the cache copy is dropped
-        // while it is overwritten.
-        assert_eq!(
-            pre_entry(e(0b11, 0, 5), e(0b11, 0b01, 5), 0b01, home),
-            e(0b10, 0, 0)
-        );
-        // Dirty hit overwritten in place: unchanged (the only copy).
-        assert_eq!(
-            pre_entry(e(0b11, 0b01, 5), e(0b11, 0b01, 5), 0b01, home),
-            e(0b11, 0b01, 5)
-        );
-        // Flush (writes home): keeps the dirty cache copy.
-        assert_eq!(
-            pre_entry(e(0b11, 0b01, 5), e(0b11, 0, 5), 0b10, home),
-            e(0b11, 0b01, 5)
-        );
-        // Admission: nothing to drop before the fill.
-        assert_eq!(
-            pre_entry(e(0b10, 0, 0), e(0b11, 0, 7), 0b01, home),
-            e(0b10, 0, 0)
-        );
-        // Write-through hit: the cache copy is dropped, home stays.
-        assert_eq!(
-            pre_entry(e(0b11, 0, 5), e(0b11, 0, 5), 0b11, home),
-            e(0b10, 0, 0)
-        );
-    }
-
-    #[test]
-    fn evictions_are_recorded_before_the_slot_is_reused() {
-        let home = 1;
-        let (r, grew) = reduction(e(0b11, 0, 5), e(0b10, 0, 0), home);
-        assert_eq!((r, grew), (e(0b10, 0, 0), false));
-        let (_, grew) = reduction(e(0b10, 0, 0), e(0b11, 0, 3), home);
-        assert!(grew);
     }
 }

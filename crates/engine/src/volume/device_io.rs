@@ -1,0 +1,134 @@
+//! Device operations: performing the operations the dispatcher hands out
+//! (reads into pooled buffers, client writes, copies), waiting out an
+//! emulated device's time, and feeding completions back.
+
+use tiermux_core::dispatch::NO_TAG;
+use tiermux_core::Op;
+
+use super::Phase;
+use super::{split_tag, token, DevOp, Volume, KIND_DEV_IO, KIND_EMU_WAIT, KIND_SHIFT, KIND_SYNC};
+use crate::reactor::{Completion, Reactor};
+
+impl Volume {
+    pub(super) fn issue(&mut self, ready: tiermux_core::Ready, r: &mut dyn Reactor) {
+        let io = ready.io;
+        let bs = self.cfg.block_size;
+        let now = r.now_ns();
+        let (ptr, buf): (*mut u8, Option<u32>) = match (io.dir, io.purpose) {
+            (Op::Write, tiermux_core::Purpose::Client) => {
+                let (idx, _, i) = split_tag(ready.tag);
+                let req = self.reqs.get_mut(idx).expect("request of a client write");
+                // SAFETY: the offset stays within the request's buffer
+                // (block `i` < nblocks), which lives until the request
+                // finishes, after all its flights (and so this write) did.
+                (unsafe { req.buf.as_mut_ptr().add(i * bs as usize) }, None)
+            }
+            (Op::Write, _) => {
+                let id = ready.src_payload as u32;
+                self.pool.retain(id);
+                (self.pool.bufs[id as usize].as_mut_ptr(), Some(id))
+            }
+            (Op::Read, _) => {
+                let id = self.pool.alloc();
+                (self.pool.bufs[id as usize].as_mut_ptr(), Some(id))
+            }
+        };
+        let dev = &mut self.devices[io.device as usize];
+        let deadline_ns = dev.submitted(now, io.dir, bs as u64, io.addr, io.purpose.index());
+        let fd = dev.fd();
+        if dev.memory_backed {
+            r.serve_inline(fd);
+        }
+        let slot = self.ops.insert(DevOp {
+            flight: ready.flight,
+            index: ready.index,
+            device: io.device,
+            dir: io.dir,
+            buf,
+            tag: ready.tag,
+            submitted_ns: now,
+            deadline_ns,
+            result: 0,
+        });
+        let offset = io.addr * bs as u64;
+        match io.dir {
+            // SAFETY: the buffer (a pool buffer with a reference held by this
+            // operation, or the request's buffer kept until the request
+            // finishes) outlives the operation, which is removed from `ops`
+            // only when its completion arrives.
+            Op::Read => unsafe { r.read(fd, ptr, bs, offset, token(KIND_DEV_IO, slot)) },
+            // SAFETY: as above.
+            Op::Write => unsafe { r.write(fd, ptr, bs, offset, token(KIND_DEV_IO, slot)) },
+        }
+    }
+
+    /// Handles a completion whose token belongs to the volume.
+    pub fn on_completion(&mut self, c: Completion, r: &mut dyn Reactor) {
+        let kind = c.token >> KIND_SHIFT;
+        let index = (c.token & ((1 << KIND_SHIFT) - 1)) as usize;
+        match kind {
+            KIND_DEV_IO => {
+                let now = r.now_ns();
+                let op = self.ops.get_mut(index).expect("device op");
+                op.result = c.result;
+                if op.deadline_ns > now {
+                    let d = op.deadline_ns;
+                    r.timer_at(d, token(KIND_EMU_WAIT, index));
+                    return;
+                }
+                self.finish_op(index, now, r);
+            }
+            KIND_EMU_WAIT => self.finish_op(index, r.now_ns(), r),
+            KIND_SYNC => {
+                let req = self.reqs.get_mut(index).expect("syncing request");
+                if c.result < 0 && req.error == 0 {
+                    req.error = -c.result;
+                }
+                req.pending -= 1;
+                if req.pending == 0 {
+                    req.phase = Phase::Access;
+                    self.finished.push(index);
+                }
+            }
+            _ => panic!("token {:#x} is not the volume's", c.token),
+        }
+    }
+
+    fn finish_op(&mut self, slot: usize, now: u64, r: &mut dyn Reactor) {
+        let op = self.ops.remove(slot).expect("device op");
+        let bs = self.cfg.block_size as u64;
+        let ok = op.result == bs as i32;
+        self.devices[op.device as usize].completed(op.dir, bs);
+        self.obs
+            .device_op(op.device as usize, op.dir, bs, now - op.submitted_ns);
+        if !ok {
+            self.stats.device_errors += 1;
+            let dev = &self.devices[op.device as usize];
+            eprintln!(
+                "tiermux: {} on device '{}' failed: {}",
+                if op.dir == Op::Read { "read" } else { "write" },
+                dev.name,
+                if op.result < 0 {
+                    rustix::io::Errno::from_raw_os_error(-op.result).to_string()
+                } else {
+                    format!("short transfer of {} bytes", op.result)
+                }
+            );
+            if op.tag != NO_TAG {
+                if let Some(req) = self.reqs.get_mut(split_tag(op.tag).0) {
+                    req.error = rustix::io::Errno::IO.raw_os_error();
+                }
+            }
+        }
+        let payload = if op.dir == Op::Read {
+            op.buf.unwrap_or(0) as u64
+        } else {
+            0
+        };
+        self.dispatcher.complete(op.flight, op.index, payload);
+        self.drain(r);
+        if let Some(id) = op.buf {
+            self.pool.release(id);
+        }
+    }
+}

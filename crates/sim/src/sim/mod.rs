@@ -12,19 +12,18 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use serde::Serialize;
 use tiermux_core::rng::Rng;
 use tiermux_core::{
     build_policy, Access, Dispatcher, Histogram, ObservationBuilder, Op, Outcome, Purpose, NO_TAG,
 };
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use crate::config::{volume_spec, ClientMode, ConfigError, Resolved};
+mod loadx;
+mod results;
 
-use crate::config::{
-    volume_spec, workers_for_load, ClientMode, ClientSpec, ConfigError, Resolved, SimConfig,
-    CACHE_PARAMS,
-};
+pub use loadx::{load_unit_workers, run};
+pub use results::{DeviceResult, RunResult, Sample};
+
 use crate::workload::Workload;
 use tiermux_device::{DeviceCounters, SimDevice};
 
@@ -40,89 +39,6 @@ pub enum SimError {
     /// A read returned stale data: a policy bug.
     #[error("consistency violation: {0}")]
     Consistency(String),
-}
-
-/// Steady-state figures of one device.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct DeviceResult {
-    /// Profile name.
-    pub name: String,
-    /// Operations per second.
-    pub ops_per_s: f64,
-    /// Bytes per second, both directions.
-    pub bytes_per_s: f64,
-    /// Bytes read per second.
-    pub read_bytes_per_s: f64,
-    /// Bytes written per second.
-    pub write_bytes_per_s: f64,
-    /// Fraction of time the device's pipe was busy.
-    pub utilization: f64,
-    /// Bytes written to admit data (cache fills).
-    pub admitted_bytes: u64,
-    /// Bytes written by flushes.
-    pub flushed_bytes: u64,
-    /// Bytes written by migrations.
-    pub migrated_bytes: u64,
-    /// Bytes written in total.
-    pub written_bytes: u64,
-}
-
-/// One time-series sample.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Sample {
-    /// End of the sample interval, s.
-    pub t_s: f64,
-    /// Completed client requests per second.
-    pub throughput_ops_per_s: f64,
-    /// Mean client latency, µs.
-    pub mean_latency_us: f64,
-    /// Read hit ratio of the interval (NaN without classified reads).
-    pub hit_ratio: f64,
-    /// Bytes per second per device.
-    pub device_bytes_per_s: Vec<f64>,
-    /// Active closed-loop workers (or the open-loop rate multiplier).
-    pub load: f64,
-    /// Controller variables.
-    pub controller: Vec<(String, f64)>,
-}
-
-/// Everything one run measured.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct RunResult {
-    /// Policy name.
-    pub policy: String,
-    /// Steady-state client requests per second.
-    pub throughput_ops_per_s: f64,
-    /// Steady-state client bytes per second.
-    pub throughput_bytes_per_s: f64,
-    /// Mean latency, µs.
-    pub mean_latency_us: f64,
-    /// Median latency, µs.
-    pub p50_latency_us: f64,
-    /// 99th percentile latency, µs.
-    pub p99_latency_us: f64,
-    /// 99.9th percentile latency, µs.
-    pub p999_latency_us: f64,
-    /// Read hit ratio (NaN when the policy does not classify reads).
-    pub hit_ratio: f64,
-    /// Requests completed in the steady state.
-    pub requests: u64,
-    /// Closed-loop workers (0 for open loop).
-    pub workers: u32,
-    /// Working-set size, blocks.
-    pub working_set_blocks: u64,
-    /// Per-device figures.
-    pub devices: Vec<DeviceResult>,
-    /// Controller variables at the end.
-    pub controller: Vec<(String, f64)>,
-    /// Time series.
-    pub samples: Vec<Sample>,
-    /// Reads checked by the version checker.
-    pub reads_checked: u64,
-    /// Open-loop arrivals dropped because too many requests were queued.
-    pub dropped_requests: u64,
-    /// Simulated events processed.
-    pub events: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -637,171 +553,4 @@ impl Simulator {
             self.push(self.now + t, Ev::Tick);
         }
     }
-
-    fn sample(&mut self) {
-        let secs = self.sample_ns as f64 / 1e9;
-        let a = std::mem::take(&mut self.sample_acc);
-        let classified = a.read_hits + a.read_misses;
-        let device_bytes_per_s = self
-            .devices
-            .iter()
-            .zip(self.sample_dev_bytes.iter_mut())
-            .map(|(d, prev)| {
-                let now = d.counters.read_bytes + d.counters.write_bytes;
-                let v = (now - *prev) as f64 / secs;
-                *prev = now;
-                v
-            })
-            .collect();
-        let load = match self.r.client {
-            ClientMode::Closed { .. } => (self.running_workers - self.retiring) as f64,
-            ClientMode::Open { .. } | ClientMode::Load { .. } => self.load_factor,
-        };
-        self.samples.push(Sample {
-            t_s: self.now as f64 / 1e9,
-            throughput_ops_per_s: a.requests as f64 / secs,
-            mean_latency_us: a.latency.mean() / 1e3,
-            hit_ratio: if classified > 0 {
-                a.read_hits as f64 / classified as f64
-            } else {
-                f64::NAN
-            },
-            device_bytes_per_s,
-            load,
-            controller: self.controller_state(),
-        });
-        self.push(self.now + self.sample_ns, Ev::Sample);
-    }
-
-    fn controller_state(&self) -> Vec<(String, f64)> {
-        self.dispatcher
-            .policy()
-            .controller_state()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect()
-    }
-
-    fn start_measuring(&mut self) {
-        self.measuring = true;
-        self.window = Window::default();
-        self.dev_at_warmup = self.devices.iter().map(|d| d.counters).collect();
-    }
-
-    fn finish(self) -> RunResult {
-        let secs = (self.end_ns - self.warmup_ns.min(self.end_ns)).max(1) as f64 / 1e9;
-        let w = &self.window;
-        let classified = w.read_hits + w.read_misses;
-        let devices = self
-            .devices
-            .iter()
-            .zip(&self.dev_at_warmup)
-            .zip(&self.r.devices)
-            .map(|((d, s), (name, _))| {
-                let c = d.counters;
-                let rb = c.read_bytes - s.read_bytes;
-                let wb = c.write_bytes - s.write_bytes;
-                let purpose = |p: Purpose| {
-                    c.write_bytes_by_purpose[p.index()] - s.write_bytes_by_purpose[p.index()]
-                };
-                DeviceResult {
-                    name: name.clone(),
-                    ops_per_s: ((c.read_ops + c.write_ops) - (s.read_ops + s.write_ops)) as f64
-                        / secs,
-                    bytes_per_s: (rb + wb) as f64 / secs,
-                    read_bytes_per_s: rb as f64 / secs,
-                    write_bytes_per_s: wb as f64 / secs,
-                    utilization: ((c.busy_ns - s.busy_ns) / 1e9 / secs).min(1.0),
-                    admitted_bytes: purpose(Purpose::Admit),
-                    flushed_bytes: purpose(Purpose::Flush),
-                    migrated_bytes: purpose(Purpose::Migrate),
-                    written_bytes: wb,
-                }
-            })
-            .collect();
-        RunResult {
-            policy: self.r.cfg.policy.clone(),
-            throughput_ops_per_s: w.requests as f64 / secs,
-            throughput_bytes_per_s: w.bytes as f64 / secs,
-            mean_latency_us: w.latency.mean() / 1e3,
-            p50_latency_us: w.latency.quantile(0.5) as f64 / 1e3,
-            p99_latency_us: w.latency.quantile(0.99) as f64 / 1e3,
-            p999_latency_us: w.latency.quantile(0.999) as f64 / 1e3,
-            hit_ratio: if classified > 0 {
-                w.read_hits as f64 / classified as f64
-            } else {
-                f64::NAN
-            },
-            requests: w.requests,
-            workers: match self.r.client {
-                ClientMode::Closed { workers } => workers,
-                ClientMode::Open { .. } | ClientMode::Load { .. } => 0,
-            },
-            working_set_blocks: self.r.working_set,
-            devices,
-            controller: self.controller_state(),
-            samples: self.samples,
-            reads_checked: self.reads_checked,
-            dropped_requests: self.dropped,
-            events: self.events_processed,
-        }
-    }
-}
-
-/// Validates `cfg` and runs it.
-pub fn run(cfg: &SimConfig) -> Result<RunResult, SimError> {
-    let mut r = cfg.resolve()?;
-    if let ClientMode::Load { load } = r.client {
-        let unit = load_unit_workers(cfg)?;
-        r.client = ClientMode::Closed {
-            workers: workers_for_load(load, unit),
-        };
-    }
-    Simulator::new(r)?.run()
-}
-
-fn load_memo() -> &'static Mutex<HashMap<String, u32>> {
-    static MEMO: OnceLock<Mutex<HashMap<String, u32>>> = OnceLock::new();
-    MEMO.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// Load-1.0 of a configuration, in workers: the smallest closed-loop
-/// concurrency at which classic caching (with the configuration's cache
-/// settings) reaches 99 % of its maximum throughput on this workload.
-/// Memoized per hierarchy, workload and cache settings.
-pub fn load_unit_workers(cfg: &SimConfig) -> Result<u32, SimError> {
-    let mut probe = cfg.clone();
-    probe.policy = "classic".into();
-    probe
-        .params
-        .retain(|k, _| CACHE_PARAMS.contains(&k.as_str()));
-    probe.client = ClientSpec::default();
-    probe.duration_s = cfg.duration_s.min(0.3);
-    probe.warmup_s = probe.duration_s / 3.0;
-    probe.workload.shift_at_s = None;
-    probe.workload.write_ratio_period_s = None;
-    let key = serde_json::to_string(&probe).expect("config serializes");
-    if let Some(&n) = load_memo().lock().expect("memo").get(&key) {
-        return Ok(n);
-    }
-    let mut curve: Vec<f64> = Vec::new();
-    let mut flat = 0;
-    for n in 1..=64u32 {
-        probe.client.workers = Some(n);
-        let x = Simulator::new(probe.resolve()?)?
-            .run()?
-            .throughput_ops_per_s;
-        flat = match curve.last() {
-            Some(&prev) if x < prev * 1.005 => flat + 1,
-            _ => 0,
-        };
-        curve.push(x);
-        if flat >= 2 {
-            break;
-        }
-    }
-    let max = curve.iter().cloned().fold(0.0, f64::max);
-    let unit = curve.iter().position(|&x| x >= 0.99 * max).unwrap_or(0) as u32 + 1;
-    load_memo().lock().expect("memo").insert(key, unit);
-    Ok(unit)
 }

@@ -1,0 +1,66 @@
+//! Running a configuration, and Load-x: the concurrency that defines a
+//! configuration's load unit (Orthus §6.1).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use super::{RunResult, SimError, Simulator};
+use crate::config::{workers_for_load, ClientMode, ClientSpec, SimConfig, CACHE_PARAMS};
+
+/// Validates `cfg` and runs it.
+pub fn run(cfg: &SimConfig) -> Result<RunResult, SimError> {
+    let mut r = cfg.resolve()?;
+    if let ClientMode::Load { load } = r.client {
+        let unit = load_unit_workers(cfg)?;
+        r.client = ClientMode::Closed {
+            workers: workers_for_load(load, unit),
+        };
+    }
+    Simulator::new(r)?.run()
+}
+
+fn load_memo() -> &'static Mutex<HashMap<String, u32>> {
+    static MEMO: OnceLock<Mutex<HashMap<String, u32>>> = OnceLock::new();
+    MEMO.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Load-1.0 of a configuration, in workers: the smallest closed-loop
+/// concurrency at which classic caching (with the configuration's cache
+/// settings) reaches 99 % of its maximum throughput on this workload.
+/// Memoized per hierarchy, workload and cache settings.
+pub fn load_unit_workers(cfg: &SimConfig) -> Result<u32, SimError> {
+    let mut probe = cfg.clone();
+    probe.policy = "classic".into();
+    probe
+        .params
+        .retain(|k, _| CACHE_PARAMS.contains(&k.as_str()));
+    probe.client = ClientSpec::default();
+    probe.duration_s = cfg.duration_s.min(0.3);
+    probe.warmup_s = probe.duration_s / 3.0;
+    probe.workload.shift_at_s = None;
+    probe.workload.write_ratio_period_s = None;
+    let key = serde_json::to_string(&probe).expect("config serializes");
+    if let Some(&n) = load_memo().lock().expect("memo").get(&key) {
+        return Ok(n);
+    }
+    let mut curve: Vec<f64> = Vec::new();
+    let mut flat = 0;
+    for n in 1..=64u32 {
+        probe.client.workers = Some(n);
+        let x = Simulator::new(probe.resolve()?)?
+            .run()?
+            .throughput_ops_per_s;
+        flat = match curve.last() {
+            Some(&prev) if x < prev * 1.005 => flat + 1,
+            _ => 0,
+        };
+        curve.push(x);
+        if flat >= 2 {
+            break;
+        }
+    }
+    let max = curve.iter().cloned().fold(0.0, f64::max);
+    let unit = curve.iter().position(|&x| x >= 0.99 * max).unwrap_or(0) as u32 + 1;
+    load_memo().lock().expect("memo").insert(key, unit);
+    Ok(unit)
+}

@@ -1,0 +1,203 @@
+//! What a run measures: steady-state figures per device and for the
+//! clients, time-series samples, and the [`RunResult`] a run returns.
+
+use serde::Serialize;
+
+use tiermux_core::Purpose;
+
+use super::{Ev, Simulator, Window};
+use crate::config::ClientMode;
+
+/// Steady-state figures of one device.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DeviceResult {
+    /// Profile name.
+    pub name: String,
+    /// Operations per second.
+    pub ops_per_s: f64,
+    /// Bytes per second, both directions.
+    pub bytes_per_s: f64,
+    /// Bytes read per second.
+    pub read_bytes_per_s: f64,
+    /// Bytes written per second.
+    pub write_bytes_per_s: f64,
+    /// Fraction of time the device's pipe was busy.
+    pub utilization: f64,
+    /// Bytes written to admit data (cache fills).
+    pub admitted_bytes: u64,
+    /// Bytes written by flushes.
+    pub flushed_bytes: u64,
+    /// Bytes written by migrations.
+    pub migrated_bytes: u64,
+    /// Bytes written in total.
+    pub written_bytes: u64,
+}
+
+/// One time-series sample.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Sample {
+    /// End of the sample interval, s.
+    pub t_s: f64,
+    /// Completed client requests per second.
+    pub throughput_ops_per_s: f64,
+    /// Mean client latency, µs.
+    pub mean_latency_us: f64,
+    /// Read hit ratio of the interval (NaN without classified reads).
+    pub hit_ratio: f64,
+    /// Bytes per second per device.
+    pub device_bytes_per_s: Vec<f64>,
+    /// Active closed-loop workers (or the open-loop rate multiplier).
+    pub load: f64,
+    /// Controller variables.
+    pub controller: Vec<(String, f64)>,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunResult {
+    /// Policy name.
+    pub policy: String,
+    /// Steady-state client requests per second.
+    pub throughput_ops_per_s: f64,
+    /// Steady-state client bytes per second.
+    pub throughput_bytes_per_s: f64,
+    /// Mean latency, µs.
+    pub mean_latency_us: f64,
+    /// Median latency, µs.
+    pub p50_latency_us: f64,
+    /// 99th percentile latency, µs.
+    pub p99_latency_us: f64,
+    /// 99.9th percentile latency, µs.
+    pub p999_latency_us: f64,
+    /// Read hit ratio (NaN when the policy does not classify reads).
+    pub hit_ratio: f64,
+    /// Requests completed in the steady state.
+    pub requests: u64,
+    /// Closed-loop workers (0 for open loop).
+    pub workers: u32,
+    /// Working-set size, blocks.
+    pub working_set_blocks: u64,
+    /// Per-device figures.
+    pub devices: Vec<DeviceResult>,
+    /// Controller variables at the end.
+    pub controller: Vec<(String, f64)>,
+    /// Time series.
+    pub samples: Vec<Sample>,
+    /// Reads checked by the version checker.
+    pub reads_checked: u64,
+    /// Open-loop arrivals dropped because too many requests were queued.
+    pub dropped_requests: u64,
+    /// Simulated events processed.
+    pub events: u64,
+}
+
+impl Simulator {
+    pub(super) fn sample(&mut self) {
+        let secs = self.sample_ns as f64 / 1e9;
+        let a = std::mem::take(&mut self.sample_acc);
+        let classified = a.read_hits + a.read_misses;
+        let device_bytes_per_s = self
+            .devices
+            .iter()
+            .zip(self.sample_dev_bytes.iter_mut())
+            .map(|(d, prev)| {
+                let now = d.counters.read_bytes + d.counters.write_bytes;
+                let v = (now - *prev) as f64 / secs;
+                *prev = now;
+                v
+            })
+            .collect();
+        let load = match self.r.client {
+            ClientMode::Closed { .. } => (self.running_workers - self.retiring) as f64,
+            ClientMode::Open { .. } | ClientMode::Load { .. } => self.load_factor,
+        };
+        self.samples.push(Sample {
+            t_s: self.now as f64 / 1e9,
+            throughput_ops_per_s: a.requests as f64 / secs,
+            mean_latency_us: a.latency.mean() / 1e3,
+            hit_ratio: if classified > 0 {
+                a.read_hits as f64 / classified as f64
+            } else {
+                f64::NAN
+            },
+            device_bytes_per_s,
+            load,
+            controller: self.controller_state(),
+        });
+        self.push(self.now + self.sample_ns, Ev::Sample);
+    }
+
+    pub(super) fn controller_state(&self) -> Vec<(String, f64)> {
+        self.dispatcher
+            .policy()
+            .controller_state()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+
+    pub(super) fn start_measuring(&mut self) {
+        self.measuring = true;
+        self.window = Window::default();
+        self.dev_at_warmup = self.devices.iter().map(|d| d.counters).collect();
+    }
+
+    pub(super) fn finish(self) -> RunResult {
+        let secs = (self.end_ns - self.warmup_ns.min(self.end_ns)).max(1) as f64 / 1e9;
+        let w = &self.window;
+        let classified = w.read_hits + w.read_misses;
+        let devices = self
+            .devices
+            .iter()
+            .zip(&self.dev_at_warmup)
+            .zip(&self.r.devices)
+            .map(|((d, s), (name, _))| {
+                let c = d.counters;
+                let rb = c.read_bytes - s.read_bytes;
+                let wb = c.write_bytes - s.write_bytes;
+                let purpose = |p: Purpose| {
+                    c.write_bytes_by_purpose[p.index()] - s.write_bytes_by_purpose[p.index()]
+                };
+                DeviceResult {
+                    name: name.clone(),
+                    ops_per_s: ((c.read_ops + c.write_ops) - (s.read_ops + s.write_ops)) as f64
+                        / secs,
+                    bytes_per_s: (rb + wb) as f64 / secs,
+                    read_bytes_per_s: rb as f64 / secs,
+                    write_bytes_per_s: wb as f64 / secs,
+                    utilization: ((c.busy_ns - s.busy_ns) / 1e9 / secs).min(1.0),
+                    admitted_bytes: purpose(Purpose::Admit),
+                    flushed_bytes: purpose(Purpose::Flush),
+                    migrated_bytes: purpose(Purpose::Migrate),
+                    written_bytes: wb,
+                }
+            })
+            .collect();
+        RunResult {
+            policy: self.r.cfg.policy.clone(),
+            throughput_ops_per_s: w.requests as f64 / secs,
+            throughput_bytes_per_s: w.bytes as f64 / secs,
+            mean_latency_us: w.latency.mean() / 1e3,
+            p50_latency_us: w.latency.quantile(0.5) as f64 / 1e3,
+            p99_latency_us: w.latency.quantile(0.99) as f64 / 1e3,
+            p999_latency_us: w.latency.quantile(0.999) as f64 / 1e3,
+            hit_ratio: if classified > 0 {
+                w.read_hits as f64 / classified as f64
+            } else {
+                f64::NAN
+            },
+            requests: w.requests,
+            workers: match self.r.client {
+                ClientMode::Closed { workers } => workers,
+                ClientMode::Open { .. } | ClientMode::Load { .. } => 0,
+            },
+            working_set_blocks: self.r.working_set,
+            devices,
+            controller: self.controller_state(),
+            samples: self.samples,
+            reads_checked: self.reads_checked,
+            dropped_requests: self.dropped,
+            events: self.events_processed,
+        }
+    }
+}

@@ -153,10 +153,10 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
                 } else {
                     ""
                 },
-                d.profile_name
-                    .as_ref()
-                    .map(|p| format!(", emulated {p}"))
-                    .unwrap_or_default()
+                d.layers()
+                    .iter()
+                    .map(|l| format!(", {l}"))
+                    .collect::<String>()
             )
         })
         .collect();

@@ -1,14 +1,12 @@
-//! Devices of a volume: a file or block device, optionally behind an
-//! emulated timing model.
+//! Devices of a volume: a file or block device, and the layers wrapped
+//! around it ([`crate::emulate`]).
 //!
 //! A device is opened with O_DIRECT when its filesystem allows it (tmpfs,
 //! for example, may refuse), and created or extended to the size the volume
-//! needs when it is a regular file. An emulated device gives the backing
-//! file the timing of a simulator [`Profile`](tiermux_device::profile): every
-//! operation is submitted to a [`SimDevice`] at its wall-clock submission
-//! time, which returns when the modelled device would finish it, and the
-//! engine completes the operation no earlier than that (see
-//! `docs/engine.md`).
+//! needs when it is a regular file. Layers see every operation: an
+//! emulated device ([`crate::emulate::Emulated`]) gives the file the timing
+//! of a device profile, and the engine completes each operation no earlier
+//! than the latest time any layer asks for (see `docs/engine.md`).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -17,8 +15,8 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use tiermux_core::Op;
-use tiermux_device::ProfileSpec;
-use tiermux_device::SimDevice;
+
+use crate::emulate::Layer;
 
 /// Why a device could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -59,10 +57,8 @@ pub struct Device {
     pub memory_backed: bool,
     /// Usable bytes.
     pub size_bytes: u64,
-    /// Timing model when the device is emulated.
-    pub emulation: Option<SimDevice>,
-    /// Name of the emulated profile, if any.
-    pub profile_name: Option<String>,
+    /// Layers around the file, innermost first.
+    layers: Vec<Box<dyn Layer>>,
     /// Cumulative counters.
     pub counters: DeviceCounters,
     /// Operations in flight (reads, writes).
@@ -71,14 +67,12 @@ pub struct Device {
 
 impl Device {
     /// Opens (creating or extending a regular file to) `size_bytes` at
-    /// `path`, with O_DIRECT if `direct` and the filesystem supports it, and
-    /// with the timing of `profile` if given.
+    /// `path`, with O_DIRECT if `direct` and the filesystem supports it.
     pub fn open(
         name: &str,
         path: &Path,
         size_bytes: u64,
         direct: bool,
-        profile: Option<&ProfileSpec>,
     ) -> Result<Device, DeviceError> {
         let err = |message: String| DeviceError {
             name: name.to_string(),
@@ -144,12 +138,6 @@ impl Device {
             const RAMFS_MAGIC: u64 = 0x8584_58f6;
             matches!(st.f_type as u64, TMPFS_MAGIC | RAMFS_MAGIC)
         });
-        let emulation = match profile {
-            Some(p) => Some(SimDevice::new(
-                p.model().map_err(|e| err(format!("profile: {e}")))?,
-            )),
-            None => None,
-        };
         Ok(Device {
             name: name.to_string(),
             path: path.to_path_buf(),
@@ -157,11 +145,20 @@ impl Device {
             direct,
             memory_backed,
             size_bytes,
-            emulation,
-            profile_name: profile.map(|p| p.name.clone()),
+            layers: Vec::new(),
             counters: DeviceCounters::default(),
             inflight: (0, 0),
         })
+    }
+
+    /// Wraps the device in `layer` (outside the layers it has).
+    pub fn wrap(&mut self, layer: Box<dyn Layer>) {
+        self.layers.push(layer);
+    }
+
+    /// What the layers do, innermost first ("emulated optane-905p").
+    pub fn layers(&self) -> Vec<String> {
+        self.layers.iter().map(|l| l.describe()).collect()
     }
 
     /// The file descriptor I/O is submitted on.
@@ -169,8 +166,8 @@ impl Device {
         self.file.as_raw_fd()
     }
 
-    /// Notes a submission; returns the emulated completion time (ns on the
-    /// loop's clock), or 0 when the device is not emulated.
+    /// Notes a submission; returns the earliest time (ns on the loop's
+    /// clock) any layer lets it complete, or 0 for no constraint.
     pub fn submitted(
         &mut self,
         now_ns: u64,
@@ -183,10 +180,11 @@ impl Device {
             Op::Read => self.inflight.0 += 1,
             Op::Write => self.inflight.1 += 1,
         }
-        match &mut self.emulation {
-            Some(m) => m.submit(now_ns, dir, bytes, addr, purpose),
-            None => 0,
-        }
+        self.layers
+            .iter_mut()
+            .map(|l| l.submitted(now_ns, dir, bytes, addr, purpose))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Notes a completion of `bytes`.
@@ -203,8 +201,8 @@ impl Device {
                 self.counters.write_bytes += bytes;
             }
         }
-        if let Some(m) = &mut self.emulation {
-            m.complete(dir);
+        for l in &mut self.layers {
+            l.completed(dir);
         }
     }
 }
@@ -217,13 +215,13 @@ mod tests {
     fn creates_extends_and_never_shrinks() {
         let dir = std::env::temp_dir().join(format!("tiermux-dev-{}", std::process::id()));
         let path = dir.join("sub/dev.img");
-        let d = Device::open("fast", &path, 1 << 20, true, None).unwrap();
+        let d = Device::open("fast", &path, 1 << 20, true).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
         assert_eq!(d.memory_backed, dir.starts_with("/dev/shm"));
         drop(d);
-        Device::open("fast", &path, 4096, false, None).unwrap();
+        Device::open("fast", &path, 4096, false).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 20);
-        let e = Device::open("x", Path::new("/proc/version/nope"), 4096, false, None)
+        let e = Device::open("x", Path::new("/proc/version/nope"), 4096, false)
             .err()
             .unwrap();
         assert!(e.to_string().contains("device 'x'"), "{e}");

@@ -7,7 +7,8 @@
 //! - [`runtime`]: that event loop, which runs a volume for a front end (the
 //!   NBD server, or a test);
 //! - [`buf`]: aligned buffers for O_DIRECT;
-//! - [`device`]: files and block devices, optionally with emulated timing;
+//! - [`device`]: files and block devices, and the layers around them;
+//! - [`emulate`]: those layers: emulated timing from a device profile;
 //! - [`journal`]: the crash-safe placement map (journal and checkpoints);
 //! - [`config`]: volume configuration files;
 //! - [`volume`]: the block address space served by a policy.
@@ -16,6 +17,7 @@
 pub mod buf;
 pub mod config;
 pub mod device;
+pub mod emulate;
 pub mod journal;
 pub mod reactor;
 pub mod runtime;

@@ -39,6 +39,7 @@ pub use request::{Done, Request};
 use crate::buf::AlignedBuf;
 use crate::config::VolumeConfig;
 use crate::device::Device;
+use crate::emulate::Emulated;
 use crate::journal::{Metadata, Recovery, VolumeShape};
 use crate::reactor::Reactor;
 use crate::slab::Slab;
@@ -135,13 +136,16 @@ impl Volume {
         let bs = cfg.block_size as u64;
         let mut devices = Vec::new();
         for d in &cfg.devices {
-            devices.push(Device::open(
-                &d.name,
-                &d.path,
-                d.size_bytes,
-                d.direct,
-                d.profile.as_ref(),
-            )?);
+            let mut dev = Device::open(&d.name, &d.path, d.size_bytes, d.direct)?;
+            if let Some(p) = &d.profile {
+                let timing = Emulated::new(p).map_err(|e| crate::device::DeviceError {
+                    name: d.name.clone(),
+                    path: d.path.clone(),
+                    message: format!("profile: {e}"),
+                })?;
+                dev.wrap(Box::new(timing));
+            }
+            devices.push(dev);
         }
         let spec = VolumeSpec {
             num_blocks: cfg.size_bytes / bs,

@@ -506,6 +506,14 @@ impl Dispatcher {
                 .fold(0u8, |m, io| m | 1 << io.device);
             self.note_changes(Some(block..work.end()), written);
         }
+        self.launch(work, exclusive, outcome);
+        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+    }
+
+    /// Turns the decided plan into a flight: hands out the operations that
+    /// depend on nothing, and acknowledges or finishes at once what waits
+    /// for nothing.
+    fn launch(&mut self, work: Work, exclusive: bool, outcome: Outcome) {
         let fid = match self.free_flights.pop() {
             Some(f) => f,
             None => {
@@ -553,7 +561,6 @@ impl Dispatcher {
         if f.remaining == 0 {
             self.to_finish.push(fid);
         }
-        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
     }
 
     fn finish(&mut self, fid: u32) {

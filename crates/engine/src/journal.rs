@@ -249,42 +249,15 @@ impl Metadata {
         assert_eq!(shape.format, FORMAT, "new volumes use the current format");
         let t0 = Instant::now();
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-        let shape_path = dir.join("volume.json");
         let mut rec = Recovery::default();
         // The layout of journal records when no checkpoint says otherwise.
-        let mut layout = CURRENT;
-        let mut upgrade = false;
-        match std::fs::read(&shape_path) {
-            Ok(bytes) => {
-                let old: VolumeShape =
-                    serde_json::from_slice(&bytes).map_err(|e| MetaError::Corrupt {
-                        path: shape_path.clone(),
-                        message: e.to_string(),
-                    })?;
-                layout = Layout::of(old.format).ok_or_else(|| MetaError::Format {
-                    dir: dir.to_path_buf(),
-                    format: old.format,
-                })?;
-                upgrade = old.format != FORMAT;
-                let same_format = VolumeShape {
-                    format: FORMAT,
-                    ..old
-                };
-                let differences = describe_differences(&same_format, shape);
-                if !differences.is_empty() {
-                    return Err(MetaError::Mismatch {
-                        dir: dir.to_path_buf(),
-                        differences,
-                    });
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        let (mut layout, upgrade) = match check_shape(dir, shape)? {
+            Some(layout) => (layout, layout.format != FORMAT),
+            None => {
                 rec.fresh = true;
-                let json = serde_json::to_vec_pretty(shape).expect("shape serializes");
-                write_atomically(dir, "volume.json", &json)?;
+                (CURRENT, false)
             }
-            Err(e) => return Err(io_err(&shape_path)(e)),
-        }
+        };
         let mut durable = BlockMap::default();
         let mut generation = 1;
         let mut next_seq = 0;
@@ -298,13 +271,7 @@ impl Metadata {
         }
         // Replay generations in order from the checkpoint's.
         let mut g = generation;
-        loop {
-            let path = journal_path(dir, g);
-            let bytes = match std::fs::read(&path) {
-                Ok(b) => b,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-                Err(e) => return Err(io_err(&path)(e)),
-            };
+        while let Some(bytes) = read_journal(dir, g)? {
             let mut off = 0;
             let n = layout.record_bytes;
             while off + n <= bytes.len() {
@@ -319,7 +286,7 @@ impl Metadata {
             rec.discarded_bytes += (bytes.len() - off) as u64;
             if off < bytes.len() && journal_path(dir, g + 1).exists() {
                 return Err(MetaError::Corrupt {
-                    path,
+                    path: journal_path(dir, g),
                     message: format!("damaged record at byte {off}, but a later journal exists"),
                 });
             }
@@ -491,6 +458,51 @@ impl Drop for Metadata {
         if let Some(h) = self.checkpointing.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// Checks `volume.json` against `shape` and returns the format it was
+/// written in, or writes it and returns `None` for a new directory.
+fn check_shape(dir: &Path, shape: &VolumeShape) -> Result<Option<&'static Layout>, MetaError> {
+    let shape_path = dir.join("volume.json");
+    let bytes = match std::fs::read(&shape_path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let json = serde_json::to_vec_pretty(shape).expect("shape serializes");
+            write_atomically(dir, "volume.json", &json)?;
+            return Ok(None);
+        }
+        Err(e) => return Err(io_err(&shape_path)(e)),
+    };
+    let old: VolumeShape = serde_json::from_slice(&bytes).map_err(|e| MetaError::Corrupt {
+        path: shape_path.clone(),
+        message: e.to_string(),
+    })?;
+    let layout = Layout::of(old.format).ok_or_else(|| MetaError::Format {
+        dir: dir.to_path_buf(),
+        format: old.format,
+    })?;
+    let same_format = VolumeShape {
+        format: FORMAT,
+        ..old
+    };
+    let differences = describe_differences(&same_format, shape);
+    if !differences.is_empty() {
+        return Err(MetaError::Mismatch {
+            dir: dir.to_path_buf(),
+            differences,
+        });
+    }
+    Ok(Some(layout))
+}
+
+/// The bytes of journal generation `g`, or `None` when it does not exist.
+fn read_journal(dir: &Path, g: u64) -> Result<Option<Vec<u8>>, MetaError> {
+    let path = journal_path(dir, g);
+    match std::fs::read(&path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&path)(e)),
     }
 }
 

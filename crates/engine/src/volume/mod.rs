@@ -126,6 +126,63 @@ pub enum OpenError {
     },
 }
 
+/// Opens every device of `cfg` with its layers.
+fn open_devices(cfg: &VolumeConfig) -> Result<Vec<Device>, OpenError> {
+    let mut devices = Vec::new();
+    for d in &cfg.devices {
+        let mut dev = Device::open(&d.name, &d.path, d.size_bytes, d.direct)?;
+        if let Some(p) = &d.profile {
+            let timing = Emulated::new(p).map_err(|e| crate::device::DeviceError {
+                name: d.name.clone(),
+                path: d.path.clone(),
+                message: format!("profile: {e}"),
+            })?;
+            dev.wrap(Box::new(timing));
+        }
+        devices.push(dev);
+    }
+    Ok(devices)
+}
+
+/// The volume's shape as policies see it.
+fn volume_spec(cfg: &VolumeConfig) -> VolumeSpec {
+    let bs = cfg.block_size as u64;
+    VolumeSpec {
+        num_blocks: cfg.size_bytes / bs,
+        block_size: cfg.block_size,
+        devices: cfg
+            .devices
+            .iter()
+            .map(|d| DeviceSpec {
+                name: d.name.clone(),
+                capacity_blocks: d.size_bytes / bs,
+                role: d.role,
+            })
+            .collect(),
+    }
+}
+
+/// Refuses a policy that addresses more of a device than it has.
+fn check_address_spaces(
+    cfg: &VolumeConfig,
+    devices: &[Device],
+    policy: &dyn tiermux_core::Policy,
+) -> Result<(), OpenError> {
+    for (d, dev) in devices.iter().enumerate() {
+        let need = policy.address_space(d) * cfg.block_size as u64;
+        if need > dev.size_bytes {
+            return Err(OpenError::Restore {
+                dir: cfg.metadata_dir.display().to_string(),
+                message: format!(
+                    "policy addresses {need} bytes of device '{}', which has {}",
+                    dev.name, dev.size_bytes
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn token(kind: u64, index: usize) -> u64 {
     kind << KIND_SHIFT | index as u64
 }
@@ -134,32 +191,8 @@ impl Volume {
     /// Opens the devices, builds the policy and recovers the saved map.
     pub fn open(cfg: &VolumeConfig, r: &dyn Reactor) -> Result<Volume, OpenError> {
         let bs = cfg.block_size as u64;
-        let mut devices = Vec::new();
-        for d in &cfg.devices {
-            let mut dev = Device::open(&d.name, &d.path, d.size_bytes, d.direct)?;
-            if let Some(p) = &d.profile {
-                let timing = Emulated::new(p).map_err(|e| crate::device::DeviceError {
-                    name: d.name.clone(),
-                    path: d.path.clone(),
-                    message: format!("profile: {e}"),
-                })?;
-                dev.wrap(Box::new(timing));
-            }
-            devices.push(dev);
-        }
-        let spec = VolumeSpec {
-            num_blocks: cfg.size_bytes / bs,
-            block_size: cfg.block_size,
-            devices: cfg
-                .devices
-                .iter()
-                .map(|d| DeviceSpec {
-                    name: d.name.clone(),
-                    capacity_blocks: d.size_bytes / bs,
-                    role: d.role,
-                })
-                .collect(),
-        };
+        let devices = open_devices(cfg)?;
+        let spec = volume_spec(cfg);
         let policy = build_policy(&cfg.policy, &cfg.params, &spec, cfg.seed)?;
         let home = spec.home().ok_or_else(|| OpenError::Restore {
             dir: cfg.metadata_dir.display().to_string(),
@@ -175,18 +208,7 @@ impl Volume {
             policy_family: policy.layout().to_string(),
             seed: cfg.seed,
         };
-        for (d, dev) in devices.iter().enumerate() {
-            let need = policy.address_space(d) * bs;
-            if need > dev.size_bytes {
-                return Err(OpenError::Restore {
-                    dir: cfg.metadata_dir.display().to_string(),
-                    message: format!(
-                        "policy addresses {need} bytes of device '{}', which has {}",
-                        dev.name, dev.size_bytes
-                    ),
-                });
-            }
-        }
+        check_address_spaces(cfg, &devices, policy.as_ref())?;
         let (meta, map, recovery) = Metadata::open(&cfg.metadata_dir, &shape, home)?;
         let mut dispatcher =
             Dispatcher::with_map(policy, map).map_err(|message| OpenError::Restore {
@@ -304,46 +326,12 @@ impl Volume {
                 return;
             }
         }
-        let first_block = offset / bs;
-        let nblocks = if flush {
-            0
+        let req = if flush {
+            Req::flush(id, now)
         } else {
-            ((offset + len as u64).div_ceil(bs) - first_block) as u32
+            Req::new(id, op, offset, len, data.as_deref(), fua, bs, now)
         };
-        let mut buf = AlignedBuf::zeroed(nblocks as usize * bs as usize);
-        let mut rmw_blocks = [None, None];
-        if op == Op::Write && !flush {
-            let start = (offset - first_block * bs) as usize;
-            if let Some(d) = &data {
-                buf[start..start + d.len()].copy_from_slice(d);
-            }
-            if offset % bs != 0 {
-                rmw_blocks[0] = Some(first_block);
-            }
-            let end = offset + len as u64;
-            let last = first_block + nblocks as u64 - 1;
-            if !end.is_multiple_of(bs) && rmw_blocks[0] != Some(last) {
-                rmw_blocks[1] = Some(last);
-            }
-        }
-        let idx = self.reqs.insert(Req {
-            id,
-            op,
-            kind_flush: flush,
-            offset,
-            len,
-            first_block,
-            nblocks,
-            buf,
-            pending: 0,
-            phase: Phase::Blocked,
-            error: 0,
-            fua,
-            rmw_blocks,
-            started_ns: now,
-            open_flights: 0,
-            replied: false,
-        });
+        let idx = self.reqs.insert(req);
         if flush {
             self.start_sync(idx, r);
             return;
@@ -352,24 +340,13 @@ impl Volume {
     }
 
     fn finish_now(&mut self, id: u64, op: Op, error: i32, now: u64) {
-        let idx = self.reqs.insert(Req {
-            id,
-            op,
-            kind_flush: false,
-            offset: 0,
-            len: 0,
-            first_block: 0,
-            nblocks: 0,
-            buf: AlignedBuf::zeroed(0),
-            pending: 0,
-            phase: Phase::Access,
-            error,
-            fua: false,
-            rmw_blocks: [None, None],
-            started_ns: now,
-            open_flights: 0,
-            replied: false,
-        });
+        let mut req = Req::flush(id, now);
+        req.op = op;
+        req.kind_flush = false;
+        req.fua = false;
+        req.phase = Phase::Access;
+        req.error = error;
+        let idx = self.reqs.insert(req);
         self.finished.push(idx);
     }
 

@@ -111,3 +111,82 @@ pub(super) struct Req {
     /// The reply was handed out.
     pub(super) replied: bool,
 }
+
+impl Req {
+    /// A read or write of `len` bytes at `offset` (within the volume, and
+    /// not empty), with the write's `data` (none: zeros) placed in a
+    /// block-aligned buffer; partial blocks at either end are noted for
+    /// read-modify-write.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        id: u64,
+        op: Op,
+        offset: u64,
+        len: u32,
+        data: Option<&[u8]>,
+        fua: bool,
+        block_size: u64,
+        now_ns: u64,
+    ) -> Req {
+        assert!(len > 0, "empty requests finish without a Req");
+        let bs = block_size;
+        let first_block = offset / bs;
+        let nblocks = ((offset + len as u64).div_ceil(bs) - first_block) as u32;
+        let mut buf = AlignedBuf::zeroed(nblocks as usize * bs as usize);
+        let mut rmw_blocks = [None, None];
+        if op == Op::Write {
+            let start = (offset - first_block * bs) as usize;
+            if let Some(d) = data {
+                buf[start..start + d.len()].copy_from_slice(d);
+            }
+            if !offset.is_multiple_of(bs) {
+                rmw_blocks[0] = Some(first_block);
+            }
+            let end = offset + len as u64;
+            let last = first_block + nblocks as u64 - 1;
+            if !end.is_multiple_of(bs) && rmw_blocks[0] != Some(last) {
+                rmw_blocks[1] = Some(last);
+            }
+        }
+        Req {
+            id,
+            op,
+            kind_flush: false,
+            offset,
+            len,
+            first_block,
+            nblocks,
+            buf,
+            pending: 0,
+            phase: Phase::Blocked,
+            error: 0,
+            fua,
+            rmw_blocks,
+            started_ns: now_ns,
+            open_flights: 0,
+            replied: false,
+        }
+    }
+
+    /// A flush: no blocks, and a sync of every device and the journal.
+    pub(super) fn flush(id: u64, now_ns: u64) -> Req {
+        Req {
+            id,
+            op: Op::Write,
+            kind_flush: true,
+            offset: 0,
+            len: 0,
+            first_block: 0,
+            nblocks: 0,
+            buf: AlignedBuf::zeroed(0),
+            pending: 0,
+            phase: Phase::Blocked,
+            error: 0,
+            fua: true,
+            rmw_blocks: [None, None],
+            started_ns: now_ns,
+            open_flights: 0,
+            replied: false,
+        }
+    }
+}

@@ -209,8 +209,18 @@ impl SimDevice {
     #[inline]
     pub fn complete(&mut self, dir: Op) {
         match dir {
-            Op::Read => self.inflight_reads -= 1,
-            Op::Write => self.inflight_writes -= 1,
+            Op::Read => {
+                self.inflight_reads = self
+                    .inflight_reads
+                    .checked_sub(1)
+                    .expect("a read completed that was not in flight")
+            }
+            Op::Write => {
+                self.inflight_writes = self
+                    .inflight_writes
+                    .checked_sub(1)
+                    .expect("a write completed that was not in flight")
+            }
         }
     }
 }

@@ -191,12 +191,20 @@ impl Device {
     pub fn completed(&mut self, dir: Op, bytes: u64) {
         match dir {
             Op::Read => {
-                self.inflight.0 -= 1;
+                self.inflight.0 = self
+                    .inflight
+                    .0
+                    .checked_sub(1)
+                    .expect("a read completed that was not in flight");
                 self.counters.read_ops += 1;
                 self.counters.read_bytes += bytes;
             }
             Op::Write => {
-                self.inflight.1 -= 1;
+                self.inflight.1 = self
+                    .inflight
+                    .1
+                    .checked_sub(1)
+                    .expect("a write completed that was not in flight");
                 self.counters.write_ops += 1;
                 self.counters.write_bytes += bytes;
             }

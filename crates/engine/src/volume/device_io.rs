@@ -18,9 +18,11 @@ impl Volume {
             (Op::Write, tiermux_core::Purpose::Client) => {
                 let (idx, _, i) = split_tag(ready.tag);
                 let req = self.reqs.get_mut(idx).expect("request of a client write");
+                assert!(i < req.nblocks as usize, "block {i} is outside its request");
                 // SAFETY: the offset stays within the request's buffer
-                // (block `i` < nblocks), which lives until the request
-                // finishes, after all its flights (and so this write) did.
+                // (block `i` < nblocks, asserted), which lives until the
+                // request finishes, after all its flights (and so this
+                // write) did.
                 (unsafe { req.buf.as_mut_ptr().add(i * bs as usize) }, None)
             }
             (Op::Write, _) => {
@@ -33,6 +35,19 @@ impl Volume {
                 (self.pool.bufs[id as usize].as_mut_ptr(), Some(id))
             }
         };
+        let space = self.address_spaces[io.device as usize];
+        assert!(
+            io.addr < space,
+            "policy '{}' addressed block {} of device {}, which has {space}",
+            self.dispatcher.policy().name(),
+            io.addr,
+            io.device
+        );
+        assert_eq!(
+            ptr as usize % crate::buf::ALIGN,
+            0,
+            "device I/O buffer unaligned"
+        );
         let dev = &mut self.devices[io.device as usize];
         let deadline_ns = dev.submitted(now, io.dir, bs as u64, io.addr, io.purpose.index());
         let fd = dev.fd();
@@ -84,7 +99,10 @@ impl Volume {
                 if c.result < 0 && req.error == 0 {
                     req.error = -c.result;
                 }
-                req.pending -= 1;
+                req.pending = req
+                    .pending
+                    .checked_sub(1)
+                    .expect("sync completions outnumber syncs");
                 if req.pending == 0 {
                     req.phase = Phase::Access;
                     self.finished.push(index);

@@ -46,9 +46,15 @@ impl Volume {
                         .reqs
                         .get_mut(idx)
                         .expect("request of a finished flight");
-                    req.open_flights -= 1;
+                    req.open_flights = req
+                        .open_flights
+                        .checked_sub(1)
+                        .expect("more plans finished than submitted");
                     if !rmw && req.op == Op::Write && req.phase == Phase::Access {
-                        req.pending -= 1;
+                        req.pending = req
+                            .pending
+                            .checked_sub(1)
+                            .expect("more blocks written than requested");
                         if req.pending == 0 {
                             self.request_accessed(idx);
                         }

@@ -100,6 +100,9 @@ pub struct Volume {
     next_tick_ns: Option<u64>,
     tick_interval_ns: Option<u64>,
     home: u8,
+    /// Blocks the policy addresses on each device (every device operation
+    /// is checked against it).
+    address_spaces: Vec<u64>,
     stats: VolumeStats,
     recovery: Recovery,
 }
@@ -216,6 +219,9 @@ impl Volume {
                 message,
             })?;
         dispatcher.track_changes();
+        let address_spaces = (0..cfg.devices.len())
+            .map(|d| dispatcher.policy().address_space(d))
+            .collect();
         let tick_interval_ns = dispatcher.policy().tick_interval_ns();
         let now = r.now_ns();
         Ok(Volume {
@@ -233,6 +239,7 @@ impl Volume {
             next_tick_ns: tick_interval_ns.map(|i| now + i),
             tick_interval_ns,
             home,
+            address_spaces,
             stats: VolumeStats::default(),
             recovery,
         })
@@ -455,7 +462,10 @@ impl Volume {
             (Op::Read, false) => {
                 let src = &self.pool.bufs[a.payload as usize];
                 req.buf[i * bs..(i + 1) * bs].copy_from_slice(src);
-                req.pending -= 1;
+                req.pending = req
+                    .pending
+                    .checked_sub(1)
+                    .expect("more blocks read than requested");
                 if req.pending == 0 {
                     self.request_accessed(idx);
                 }
@@ -470,7 +480,10 @@ impl Volume {
                 let dst = &mut req.buf[i * bs..(i + 1) * bs];
                 dst[..ws as usize].copy_from_slice(&src[..ws as usize]);
                 dst[we as usize..].copy_from_slice(&src[we as usize..]);
-                req.pending -= 1;
+                req.pending = req
+                    .pending
+                    .checked_sub(1)
+                    .expect("more blocks read than requested");
                 if req.pending == 0 {
                     self.start_access(idx, r);
                 }

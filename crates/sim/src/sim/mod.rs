@@ -453,6 +453,12 @@ impl Simulator {
         submitted_ns: u64,
     ) {
         let d = device as usize;
+        assert!(
+            (addr as usize) < self.content[d].len(),
+            "policy '{}' addressed block {addr} of device {d}, which has {}",
+            self.dispatcher.policy().name(),
+            self.content[d].len()
+        );
         self.devices[d].complete(dir);
         self.obs
             .device_op(d, dir, self.block_size, self.now - submitted_ns);
@@ -505,7 +511,10 @@ impl Simulator {
             }
         }
         let req = &mut self.reqs[s.req as usize];
-        req.blocks_left -= 1;
+        req.blocks_left = req
+            .blocks_left
+            .checked_sub(1)
+            .expect("more blocks acknowledged than requested");
         if req.blocks_left == 0 {
             let req = *req;
             self.free_reqs.push(s.req);

@@ -224,6 +224,27 @@ pub fn params_from_toml(table: &BTreeMap<String, toml::Value>) -> Result<Params,
 impl SimConfig {
     /// Validates the configuration and computes the derived quantities.
     pub fn resolve(&self) -> Result<Resolved, ConfigError> {
+        let devices = self.resolve_devices()?;
+        self.check_sizes_and_times()?;
+        self.check_workload()?;
+        let (working_set, volume_blocks) = self.resolve_volume()?;
+        let client = self.resolve_client()?;
+        let params = params_from_toml(&self.params)?;
+        let volume = volume_spec(self, &devices, volume_blocks);
+        let controller_names = self.check_policy(&params, &volume)?;
+        Ok(Resolved {
+            controller_names,
+            cfg: self.clone(),
+            devices,
+            working_set,
+            volume_blocks,
+            params,
+            client,
+        })
+    }
+
+    /// The devices' models, from built-in or inline profiles.
+    fn resolve_devices(&self) -> Result<Vec<(String, DeviceModel)>, ConfigError> {
         let c = self;
         check("devices", c.devices.len() >= 2, || {
             format!(
@@ -249,6 +270,11 @@ impl SimConfig {
             })?;
             devices.push((name.clone(), model));
         }
+        Ok(devices)
+    }
+
+    fn check_sizes_and_times(&self) -> Result<(), ConfigError> {
+        let c = self;
         check(
             "block_size",
             c.block_size >= 512 && c.block_size.is_power_of_two(),
@@ -300,6 +326,11 @@ impl SimConfig {
             c.sample_interval_ms.is_finite() && c.sample_interval_ms > 0.0,
             || format!("must be positive, got {}", c.sample_interval_ms),
         )?;
+        Ok(())
+    }
+
+    fn check_workload(&self) -> Result<(), ConfigError> {
+        let c = self;
         let w = &c.workload;
         check(
             "workload.write_ratio",
@@ -354,6 +385,13 @@ impl SimConfig {
             }
             Pattern::Uniform => {}
         }
+        Ok(())
+    }
+
+    /// The working set and the volume, blocks.
+    fn resolve_volume(&self) -> Result<(u64, u64), ConfigError> {
+        let c = self;
+        let w = &c.workload;
         let working_set = match (w.working_set_blocks, w.hit_ratio) {
             (Some(ws), _) => ws,
             (None, Some(h)) => (c.cache_blocks as f64 / h).round() as u64,
@@ -367,6 +405,11 @@ impl SimConfig {
         check("volume_blocks", volume_blocks >= working_set, || {
             format!("must hold the working set ({working_set} blocks), got {volume_blocks}")
         })?;
+        Ok((working_set, volume_blocks))
+    }
+
+    fn resolve_client(&self) -> Result<ClientMode, ConfigError> {
+        let c = self;
         let client = match (c.client.workers, c.client.load, c.client.rate_ops_per_s) {
             (Some(n), None, None) => {
                 check("client.workers", n >= 1, || "must be at least 1".into())?;
@@ -397,17 +440,23 @@ impl SimConfig {
             c.client.think_time_us.is_finite() && c.client.think_time_us >= 0.0,
             || format!("must be zero or positive, got {}", c.client.think_time_us),
         )?;
-        let params = params_from_toml(&c.params)?;
-        // Build the policy once so unknown names and bad parameters surface
-        // here, with the field named.
-        let volume = volume_spec(c, &devices, volume_blocks);
-        let controller_names = match tiermux_core::build_policy(&c.policy, &params, &volume, c.seed)
-        {
-            Ok(p) => p
+        Ok(client)
+    }
+
+    /// Builds the policy once so that unknown names and bad parameters
+    /// surface here, with the field named; returns its controller's
+    /// variable names.
+    fn check_policy(
+        &self,
+        params: &Params,
+        volume: &tiermux_core::VolumeSpec,
+    ) -> Result<Vec<String>, ConfigError> {
+        match tiermux_core::build_policy(&self.policy, params, volume, self.seed) {
+            Ok(p) => Ok(p
                 .controller_state()
                 .into_iter()
                 .map(|(k, _)| k.to_string())
-                .collect(),
+                .collect()),
             Err(e) => {
                 let field = match &e {
                     tiermux_core::PolicyError::Param { error, .. } => {
@@ -415,18 +464,9 @@ impl SimConfig {
                     }
                     _ => "policy".to_string(),
                 };
-                return Err(ConfigError::new(field, e.to_string()));
+                Err(ConfigError::new(field, e.to_string()))
             }
-        };
-        Ok(Resolved {
-            controller_names,
-            cfg: c.clone(),
-            devices,
-            working_set,
-            volume_blocks,
-            params,
-            client,
-        })
+        }
     }
 }
 

@@ -240,71 +240,9 @@ impl VolumeConfig {
             p.model()
                 .map_err(|e| cerr(format!("profile.{}", p.name), e.to_string()))?;
         }
-        let n = f.device.len();
-        let mut devices = Vec::new();
-        for (i, d) in f.device.iter().enumerate() {
-            let field = format!("device[{i}] ({})", d.name);
-            let size = match &d.size {
-                Some(s) => s.bytes(&format!("{field}.size"))?,
-                None if i == n - 1 => size_bytes,
-                None => {
-                    return Err(cerr(
-                        format!("{field}.size"),
-                        "required for every device but the last",
-                    ))
-                }
-            };
-            if i == n - 1 && size < size_bytes {
-                return Err(cerr(
-                    format!("{field}.size"),
-                    format!(
-                        "the last device holds the volume: needs {size_bytes} bytes, got {size}"
-                    ),
-                ));
-            }
-            if size == 0 || size % block_size as u64 != 0 {
-                return Err(cerr(
-                    format!("{field}.size"),
-                    format!("must be a positive multiple of block_size ({block_size}), got {size}"),
-                ));
-            }
-            let profile = match &d.profile {
-                Some(name) => Some(lookup_profile(name, &f.profile).ok_or_else(|| {
-                    cerr(format!("{field}.profile"), format!("unknown profile '{name}' (define it in a [[profile]] table or see `tiermux profiles`)"))
-                })?),
-                None => None,
-            };
-            if devices.iter().any(|x: &DeviceConfig| x.name == d.name) {
-                return Err(cerr(format!("{field}.name"), "device names must be unique"));
-            }
-            devices.push(DeviceConfig {
-                name: d.name.clone(),
-                path: data_dir.join(&d.path),
-                size_bytes: size,
-                profile,
-                direct: d.direct.unwrap_or(true),
-                role: d.role.unwrap_or(DeviceRole::defaults(n)[i]),
-            });
-        }
-        let mut policy_table = f.policy.clone();
-        let policy = match policy_table.remove("name") {
-            Some(toml::Value::String(s)) => s,
-            Some(_) => return Err(cerr("policy.name", "must be a string")),
-            None => return Err(cerr("policy.name", "missing (for example name = \"nhc\")")),
-        };
-        let params = Params::deserialize(toml::Value::Table(policy_table.into_iter().collect()))
-            .map_err(|e| cerr("policy", e.message()))?;
-        let reactor = match f.reactor.as_deref().unwrap_or("auto") {
-            "auto" => ReactorKind::Auto,
-            "io_uring" => ReactorKind::Uring,
-            "threads" => ReactorKind::Threads,
-            other => {
-                return Err(cerr(
-                    "reactor",
-                    format!("'{other}': expected auto, io_uring or threads"),
-                ))
-            }
-        };
+        let devices = parse_devices(&f, size_bytes, block_size, data_dir)?;
+        let (policy, params) = parse_policy(&f.policy)?;
+        let reactor = parse_reactor(f.reactor.as_deref())?;
         Ok(VolumeConfig {
             size_bytes,
             block_size,
@@ -326,6 +264,89 @@ impl VolumeConfig {
         Self::parse(&text, data_dir)
             .map_err(|e| cerr(format!("{}: {}", path.display(), e.field), e.message))
     }
+}
+
+/// The `[[device]]` tables, resolved: sizes checked against the volume,
+/// profiles looked up, roles defaulted.
+fn parse_devices(
+    f: &VolumeFile,
+    size_bytes: u64,
+    block_size: u32,
+    data_dir: &Path,
+) -> Result<Vec<DeviceConfig>, ConfigError> {
+    let n = f.device.len();
+    let mut devices = Vec::new();
+    for (i, d) in f.device.iter().enumerate() {
+        let field = format!("device[{i}] ({})", d.name);
+        let size = match &d.size {
+            Some(s) => s.bytes(&format!("{field}.size"))?,
+            None if i == n - 1 => size_bytes,
+            None => {
+                return Err(cerr(
+                    format!("{field}.size"),
+                    "required for every device but the last",
+                ))
+            }
+        };
+        if i == n - 1 && size < size_bytes {
+            return Err(cerr(
+                format!("{field}.size"),
+                format!("the last device holds the volume: needs {size_bytes} bytes, got {size}"),
+            ));
+        }
+        if size == 0 || size % block_size as u64 != 0 {
+            return Err(cerr(
+                format!("{field}.size"),
+                format!("must be a positive multiple of block_size ({block_size}), got {size}"),
+            ));
+        }
+        let profile = match &d.profile {
+            Some(name) => Some(lookup_profile(name, &f.profile).ok_or_else(|| {
+                cerr(format!("{field}.profile"), format!("unknown profile '{name}' (define it in a [[profile]] table or see `tiermux profiles`)"))
+            })?),
+            None => None,
+        };
+        if devices.iter().any(|x: &DeviceConfig| x.name == d.name) {
+            return Err(cerr(format!("{field}.name"), "device names must be unique"));
+        }
+        devices.push(DeviceConfig {
+            name: d.name.clone(),
+            path: data_dir.join(&d.path),
+            size_bytes: size,
+            profile,
+            direct: d.direct.unwrap_or(true),
+            role: d.role.unwrap_or(DeviceRole::defaults(n)[i]),
+        });
+    }
+    Ok(devices)
+}
+
+/// The `[policy]` table: its name and parameters.
+fn parse_policy(table: &BTreeMap<String, toml::Value>) -> Result<(String, Params), ConfigError> {
+    let mut policy_table = table.clone();
+    let policy = match policy_table.remove("name") {
+        Some(toml::Value::String(s)) => s,
+        Some(_) => return Err(cerr("policy.name", "must be a string")),
+        None => return Err(cerr("policy.name", "missing (for example name = \"nhc\")")),
+    };
+    let params = Params::deserialize(toml::Value::Table(policy_table.into_iter().collect()))
+        .map_err(|e| cerr("policy", e.message()))?;
+    Ok((policy, params))
+}
+
+fn parse_reactor(name: Option<&str>) -> Result<ReactorKind, ConfigError> {
+    let reactor = match name.unwrap_or("auto") {
+        "auto" => ReactorKind::Auto,
+        "io_uring" => ReactorKind::Uring,
+        "threads" => ReactorKind::Threads,
+        other => {
+            return Err(cerr(
+                "reactor",
+                format!("'{other}': expected auto, io_uring or threads"),
+            ))
+        }
+    };
+    Ok(reactor)
 }
 
 #[cfg(test)]

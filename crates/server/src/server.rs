@@ -513,9 +513,19 @@ fn reply_now(c: &mut Conn, idx: usize, handle: u64, err: u32, io: &mut Io<'_>) {
 
 /// Reads what the socket has and starts every complete request.
 fn read_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
-    // Compact the buffer, then read until the socket would block or a
-    // short read shows that it is drained (the re-armed poll catches
-    // anything that arrives after).
+    let eof = receive(c);
+    parse_requests(c, idx, io, ctx, stopping);
+    if eof {
+        c.closing = true;
+    } else {
+        arm_read(c, idx, io); // nothing when closing
+    }
+}
+
+/// Compacts the receive buffer, then reads until the socket would block or
+/// a short read shows that it is drained (the re-armed poll catches
+/// anything that arrives after); returns true at end of stream or error.
+fn receive(c: &mut Conn) -> bool {
     if c.rpos > 0 {
         c.rbuf.copy_within(c.rpos..c.rend, 0);
         c.rend -= c.rpos;
@@ -549,6 +559,12 @@ fn read_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, s
             }
         }
     }
+    eof
+}
+
+/// Starts every complete request in the receive buffer; skips the payload
+/// of an oversized write; closes the connection on broken framing.
+fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
     loop {
         if c.discard > 0 {
             let skip = (c.discard as usize).min(c.rend - c.rpos);
@@ -616,10 +632,54 @@ fn read_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, s
             break;
         }
     }
-    if eof {
-        c.closing = true;
-    } else {
-        arm_read(c, idx, io);
+}
+
+/// What a request header asks for.
+enum Decoded {
+    /// A volume request.
+    Request(Request),
+    /// The client disconnects.
+    Disconnect,
+    /// A bad request: the NBD error and why.
+    Bad(u32, String),
+}
+
+/// Turns a header (and a write's payload) into a volume request, checking
+/// its flags and its range.
+fn decode(h: &RequestHeader, payload: Option<Vec<u8>>, vol: &Volume) -> Decoded {
+    let fua = h.flags & proto::CMD_FLAG_FUA != 0;
+    let allowed = match h.kind {
+        proto::CMD_WRITE => proto::CMD_FLAG_FUA,
+        proto::CMD_WRITE_ZEROES => proto::CMD_FLAG_FUA | proto::CMD_FLAG_NO_HOLE | (1 << 4),
+        _ => 0,
+    };
+    if h.flags & !allowed != 0 {
+        let why = format!("flags {:#x} not valid for command {}", h.flags, h.kind);
+        return Decoded::Bad(errno::EINVAL, why);
+    }
+    let (offset, len) = (h.offset, h.length);
+    let req = match h.kind {
+        proto::CMD_READ => Request::Read { offset, len },
+        proto::CMD_WRITE => Request::Write {
+            offset,
+            data: payload.unwrap_or_default(),
+            fua,
+        },
+        proto::CMD_WRITE_ZEROES => Request::WriteZeroes { offset, len, fua },
+        proto::CMD_FLUSH => return Decoded::Request(Request::Flush),
+        proto::CMD_TRIM => Request::Trim { offset, len },
+        proto::CMD_DISC => return Decoded::Disconnect,
+        other => return Decoded::Bad(errno::EINVAL, format!("unknown command {other}")),
+    };
+    match vol.check_range(offset, len as u64) {
+        Ok(()) => Decoded::Request(req),
+        Err(e) => Decoded::Bad(
+            proto::protocol_errno(e),
+            format!(
+                "offset {offset} length {len} outside the {}-byte export or too large",
+                vol.size_bytes()
+            ),
+        ),
     }
 }
 
@@ -631,81 +691,21 @@ fn start_request(
     io: &mut Io<'_>,
     ctx: &mut Ctx<'_>,
 ) {
-    let fua = h.flags & proto::CMD_FLAG_FUA != 0;
-    let allowed = match h.kind {
-        proto::CMD_WRITE => proto::CMD_FLAG_FUA,
-        proto::CMD_WRITE_ZEROES => proto::CMD_FLAG_FUA | proto::CMD_FLAG_NO_HOLE | (1 << 4),
-        _ => 0,
-    };
-    let bad = |c: &mut Conn, ctx: &mut Ctx<'_>, err: u32, why: String, io: &mut Io<'_>| {
-        ctx.stats.bad_requests += 1;
-        eprintln!("tiermux: bad request (handle {:#x}): {why}", h.handle);
-        reply_now(c, idx, h.handle, err, io);
-    };
-    if h.flags & !allowed != 0 {
-        return bad(
-            c,
-            ctx,
-            errno::EINVAL,
-            format!("flags {:#x} not valid for command {}", h.flags, h.kind),
-            io,
-        );
-    }
-    let req = match h.kind {
-        proto::CMD_READ => Request::Read {
-            offset: h.offset,
-            len: h.length,
-        },
-        proto::CMD_WRITE => Request::Write {
-            offset: h.offset,
-            data: payload.unwrap_or_default(),
-            fua,
-        },
-        proto::CMD_WRITE_ZEROES => Request::WriteZeroes {
-            offset: h.offset,
-            len: h.length,
-            fua,
-        },
-        proto::CMD_FLUSH => Request::Flush,
-        proto::CMD_TRIM => Request::Trim {
-            offset: h.offset,
-            len: h.length,
-        },
-        proto::CMD_DISC => {
-            c.closing = true;
-            return;
+    match decode(&h, payload, io.volume()) {
+        Decoded::Request(req) => {
+            let id = ctx.pending.insert(Pending {
+                conn: idx,
+                gen: c.gen,
+                handle: h.handle,
+            });
+            c.inflight += 1;
+            io.submit(id as u64, req);
         }
-        other => {
-            return bad(
-                c,
-                ctx,
-                errno::EINVAL,
-                format!("unknown command {other}"),
-                io,
-            )
-        }
-    };
-    if !matches!(req, Request::Flush) {
-        if let Err(e) = io.volume().check_range(h.offset, h.length as u64) {
-            return bad(
-                c,
-                ctx,
-                proto::protocol_errno(e),
-                format!(
-                    "offset {} length {} outside the {}-byte export or too large",
-                    h.offset,
-                    h.length,
-                    io.volume().size_bytes()
-                ),
-                io,
-            );
+        Decoded::Disconnect => c.closing = true,
+        Decoded::Bad(err, why) => {
+            ctx.stats.bad_requests += 1;
+            eprintln!("tiermux: bad request (handle {:#x}): {why}", h.handle);
+            reply_now(c, idx, h.handle, err, io);
         }
     }
-    let id = ctx.pending.insert(Pending {
-        conn: idx,
-        gen: c.gen,
-        handle: h.handle,
-    });
-    c.inflight += 1;
-    io.submit(id as u64, req);
 }

@@ -89,50 +89,9 @@ impl Device {
                     .map_err(|e| err(format!("cannot create its directory: {e}")))?;
             }
         }
-        let open = |flags: i32| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(!is_block)
-                .truncate(false)
-                .custom_flags(flags)
-                .open(path)
-        };
-        let direct_flag = rustix::fs::OFlags::DIRECT.bits() as i32;
-        let (file, direct) = if direct {
-            match open(direct_flag) {
-                Ok(f) => (f, true),
-                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => (
-                    open(0).map_err(|e| err(format!("cannot open: {e}")))?,
-                    false,
-                ),
-                Err(e) => return Err(err(format!("cannot open: {e}"))),
-            }
-        } else {
-            (
-                open(0).map_err(|e| err(format!("cannot open: {e}")))?,
-                false,
-            )
-        };
-        let current = if is_block {
-            use std::io::Seek;
-            (&file)
-                .seek(io::SeekFrom::End(0))
-                .map_err(|e| err(format!("cannot read its size: {e}")))?
-        } else {
-            file.metadata()
-                .map_err(|e| err(format!("cannot stat: {e}")))?
-                .len()
-        };
-        if current < size_bytes {
-            if is_block {
-                return Err(err(format!(
-                    "the block device has {current} bytes, the volume needs {size_bytes}"
-                )));
-            }
-            file.set_len(size_bytes)
-                .map_err(|e| err(format!("cannot extend to {size_bytes} bytes: {e}")))?;
-        }
+        let (file, direct) =
+            open_file(path, direct, is_block).map_err(|e| err(format!("cannot open: {e}")))?;
+        size_to(&file, is_block, size_bytes).map_err(err)?;
         let memory_backed = rustix::fs::fstatfs(&file).is_ok_and(|st| {
             const TMPFS_MAGIC: u64 = 0x0102_1994;
             const RAMFS_MAGIC: u64 = 0x8584_58f6;
@@ -213,6 +172,55 @@ impl Device {
             l.completed(dir);
         }
     }
+}
+
+/// Opens `path` for reading and writing (creating a regular file), with
+/// O_DIRECT when asked and the filesystem accepts it; says whether it is on.
+fn open_file(path: &Path, direct: bool, is_block: bool) -> io::Result<(File, bool)> {
+    let open = |flags: i32| {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(!is_block)
+            .truncate(false)
+            .custom_flags(flags)
+            .open(path)
+    };
+    if !direct {
+        return Ok((open(0)?, false));
+    }
+    match open(rustix::fs::OFlags::DIRECT.bits() as i32) {
+        Ok(f) => Ok((f, true)),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+            Ok((open(0)?, false))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Makes `file` hold at least `size_bytes`: extends a regular file (never
+/// shrinks it); a block device that is too small is an error.
+fn size_to(file: &File, is_block: bool, size_bytes: u64) -> Result<(), String> {
+    let current = if is_block {
+        use std::io::Seek;
+        let mut f = file;
+        f.seek(io::SeekFrom::End(0))
+            .map_err(|e| format!("cannot read its size: {e}"))?
+    } else {
+        file.metadata()
+            .map_err(|e| format!("cannot stat: {e}"))?
+            .len()
+    };
+    if current >= size_bytes {
+        return Ok(());
+    }
+    if is_block {
+        return Err(format!(
+            "the block device has {current} bytes, the volume needs {size_bytes}"
+        ));
+    }
+    file.set_len(size_bytes)
+        .map_err(|e| format!("cannot extend to {size_bytes} bytes: {e}"))
 }
 
 #[cfg(test)]

@@ -105,6 +105,71 @@ impl ThreadReactor {
         }
     }
 
+    /// Re-arms every socket poll; a closed descriptor's polls complete with
+    /// the error.
+    fn rearm_polls(&mut self, out: &mut Vec<Completion>) {
+        let fds: Vec<RawFd> = self.polls.keys().copied().collect();
+        for fd in fds {
+            if let Err(e) = self.rearm_poll(fd) {
+                // A closed descriptor: its polls complete with the error.
+                let errno = -e.raw_os_error().unwrap_or(9);
+                let (r, w) = self.polls.remove(&fd).unwrap_or((None, None));
+                self.registered.remove(&fd);
+                for t in [r, w].into_iter().flatten() {
+                    out.push(Completion {
+                        token: t,
+                        result: errno,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Handles one epoll event: a wake, the timer, or a socket's readiness.
+    fn on_event(&mut self, data: u64, flags: epoll::EventFlags, out: &mut Vec<Completion>) {
+        match data {
+            EV_WAKE => {
+                let mut b = [0u8; 8];
+                let _ = rustix::io::read(self.pool.wake.as_fd(), &mut b);
+                out.push(Completion {
+                    token: WAKE_TOKEN,
+                    result: 0,
+                });
+            }
+            EV_TIMER => {
+                let mut b = [0u8; 8];
+                let _ = rustix::io::read(self.timerfd.as_fd(), &mut b);
+            }
+            fd => {
+                let fd = fd as RawFd;
+                let (r, w) = self.polls.remove(&fd).unwrap_or((None, None));
+                let hup = flags.intersects(epoll::EventFlags::ERR | epoll::EventFlags::HUP);
+                let mut keep = (None, None);
+                match r {
+                    Some(t) if hup || flags.contains(epoll::EventFlags::IN) => {
+                        out.push(Completion {
+                            token: t,
+                            result: 0,
+                        })
+                    }
+                    other => keep.0 = other,
+                }
+                match w {
+                    Some(t) if hup || flags.contains(epoll::EventFlags::OUT) => {
+                        out.push(Completion {
+                            token: t,
+                            result: 0,
+                        })
+                    }
+                    other => keep.1 = other,
+                }
+                if keep.0.is_some() || keep.1.is_some() {
+                    self.polls.insert(fd, keep);
+                }
+            }
+        }
+    }
+
     /// Arms the timerfd for the earliest of the timers and `deadline_ns`.
     fn arm_timerfd(&mut self, deadline_ns: Option<u64>) -> io::Result<()> {
         let next = match (self.timers.peek().map(|r| r.0 .0), deadline_ns) {
@@ -262,21 +327,7 @@ impl Reactor for ThreadReactor {
             drop(s);
             self.pool.work.notify_all();
         }
-        let fds: Vec<RawFd> = self.polls.keys().copied().collect();
-        for fd in fds {
-            if let Err(e) = self.rearm_poll(fd) {
-                // A closed descriptor: its polls complete with the error.
-                let errno = -e.raw_os_error().unwrap_or(9);
-                let (r, w) = self.polls.remove(&fd).unwrap_or((None, None));
-                self.registered.remove(&fd);
-                for t in [r, w].into_iter().flatten() {
-                    out.push(Completion {
-                        token: t,
-                        result: errno,
-                    });
-                }
-            }
-        }
+        self.rearm_polls(out);
         loop {
             self.arm_timerfd(deadline_ns)?;
             // A deadline or timer already due does not wait for the timerfd,
@@ -298,47 +349,7 @@ impl Reactor for ThreadReactor {
                 .map(|ev| (ev.data.u64(), { ev.flags }))
                 .collect();
             for (data, flags) in events {
-                match data {
-                    EV_WAKE => {
-                        let mut b = [0u8; 8];
-                        let _ = rustix::io::read(self.pool.wake.as_fd(), &mut b);
-                        out.push(Completion {
-                            token: WAKE_TOKEN,
-                            result: 0,
-                        });
-                    }
-                    EV_TIMER => {
-                        let mut b = [0u8; 8];
-                        let _ = rustix::io::read(self.timerfd.as_fd(), &mut b);
-                    }
-                    fd => {
-                        let fd = fd as RawFd;
-                        let (r, w) = self.polls.remove(&fd).unwrap_or((None, None));
-                        let hup = flags.intersects(epoll::EventFlags::ERR | epoll::EventFlags::HUP);
-                        let mut keep = (None, None);
-                        match r {
-                            Some(t) if hup || flags.contains(epoll::EventFlags::IN) => {
-                                out.push(Completion {
-                                    token: t,
-                                    result: 0,
-                                })
-                            }
-                            other => keep.0 = other,
-                        }
-                        match w {
-                            Some(t) if hup || flags.contains(epoll::EventFlags::OUT) => {
-                                out.push(Completion {
-                                    token: t,
-                                    result: 0,
-                                })
-                            }
-                            other => keep.1 = other,
-                        }
-                        if keep.0.is_some() || keep.1.is_some() {
-                            self.polls.insert(fd, keep);
-                        }
-                    }
-                }
+                self.on_event(data, flags, out);
             }
             let now = now_ns();
             while let Some(std::cmp::Reverse((d, t))) = self.timers.peek().copied() {

@@ -297,23 +297,14 @@ impl Metadata {
             map.set(b, e);
         }
         rec.entries = durable.len() as u64;
-        // Compact: a checkpoint of the recovered map continues with a new
-        // generation; the replayed journals are then removed.
         let new_generation = g.max(generation) + 1;
-        write_checkpoint(dir, new_generation, next_seq, &durable)?;
-        remove_journals_before(dir, new_generation)?;
-        if upgrade {
-            // The checkpoint holds everything in the current format now.
-            let json = serde_json::to_vec_pretty(shape).expect("shape serializes");
-            write_atomically(dir, "volume.json", &json)?;
-        }
-        let jpath = journal_path(dir, new_generation);
-        let journal = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&jpath)
-            .map_err(io_err(&jpath))?;
+        let journal = compact(
+            dir,
+            new_generation,
+            next_seq,
+            &durable,
+            upgrade.then_some(shape),
+        )?;
         rec.elapsed_ms = t0.elapsed().as_secs_f64() * 1e3;
         Ok((
             Metadata {
@@ -494,6 +485,33 @@ fn check_shape(dir: &Path, shape: &VolumeShape) -> Result<Option<&'static Layout
         });
     }
     Ok(Some(layout))
+}
+
+/// Compacts recovered metadata: a checkpoint of `durable` continues with
+/// generation `generation`, the replayed journals are removed, `volume.json`
+/// is rewritten in the current format when `upgrade_to` is given, and the
+/// new generation's (empty) journal is returned.
+fn compact(
+    dir: &Path,
+    generation: u64,
+    next_seq: u64,
+    durable: &BlockMap<Entry>,
+    upgrade_to: Option<&VolumeShape>,
+) -> Result<File, MetaError> {
+    write_checkpoint(dir, generation, next_seq, durable)?;
+    remove_journals_before(dir, generation)?;
+    if let Some(shape) = upgrade_to {
+        // The checkpoint holds everything in the current format now.
+        let json = serde_json::to_vec_pretty(shape).expect("shape serializes");
+        write_atomically(dir, "volume.json", &json)?;
+    }
+    let jpath = journal_path(dir, generation);
+    OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&jpath)
+        .map_err(io_err(&jpath))
 }
 
 /// The bytes of journal generation `g`, or `None` when it does not exist.

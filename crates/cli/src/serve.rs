@@ -126,7 +126,6 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
         shown,
     } = open(&cfg)?;
     let vol = rt.volume();
-    let rec = vol.recovery().clone();
     let shutdown = server.shutdown_handle();
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -138,6 +137,18 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
             shutdown.trigger();
         }
     });
+    log_start(vol, rt.reactor_kind(), &cfg);
+    println!("tiermux: listening on {shown}, export '{}'", cfg.export);
+    use std::io::Write;
+    std::io::stdout().flush().ok();
+    let stats = server.run(&mut rt)?;
+    log_stop(rt.volume(), &stats);
+    Ok(())
+}
+
+/// Logs the volume's devices, policy and what recovery found.
+fn log_start(vol: &Volume, reactor_kind: &str, cfg: &VolumeConfig) {
+    let rec = vol.recovery();
     let devices: Vec<String> = vol
         .devices()
         .iter()
@@ -165,7 +176,7 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
         vol.size_bytes() >> 20,
         vol.block_size(),
         vol.policy().name(),
-        rt.reactor_kind(),
+        reactor_kind,
         devices.join(", ")
     );
     if rec.fresh {
@@ -176,11 +187,10 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
             rec.entries, rec.checkpoint_entries, rec.journal_records, rec.discarded_bytes, rec.elapsed_ms
         );
     }
-    println!("tiermux: listening on {shown}, export '{}'", cfg.export);
-    use std::io::Write;
-    std::io::stdout().flush().ok();
-    let stats = server.run(&mut rt)?;
-    let vol = rt.volume();
+}
+
+/// Logs what the server and the volume did.
+fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
     let st = vol.stats();
     let (records, checkpoints) = vol.metadata_counters();
     let per_device: Vec<String> = vol
@@ -207,5 +217,4 @@ pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()
         records,
         checkpoints
     );
-    Ok(())
 }

@@ -269,29 +269,15 @@ impl Metadata {
             rec.checkpoint_entries = entries.len() as u64;
             durable.extend(entries);
         }
-        // Replay generations in order from the checkpoint's.
-        let mut g = generation;
-        while let Some(bytes) = read_journal(dir, g)? {
-            let mut off = 0;
-            let n = layout.record_bytes;
-            while off + n <= bytes.len() {
-                let Some((block, e)) = layout.decode_record(&bytes[off..off + n], next_seq) else {
-                    break;
-                };
-                set_entry(&mut durable, home, block, e);
-                next_seq += 1;
-                rec.journal_records += 1;
-                off += n;
-            }
-            rec.discarded_bytes += (bytes.len() - off) as u64;
-            if off < bytes.len() && journal_path(dir, g + 1).exists() {
-                return Err(MetaError::Corrupt {
-                    path: journal_path(dir, g),
-                    message: format!("damaged record at byte {off}, but a later journal exists"),
-                });
-            }
-            g += 1;
-        }
+        let g = replay_journals(
+            dir,
+            layout,
+            generation,
+            &mut next_seq,
+            &mut durable,
+            home,
+            &mut rec,
+        )?;
         let mut map = PlacementMap::new(home);
         for (&b, &e) in &durable {
             map.set(b, e);
@@ -485,6 +471,44 @@ fn check_shape(dir: &Path, shape: &VolumeShape) -> Result<Option<&'static Layout
         });
     }
     Ok(Some(layout))
+}
+
+/// Replays journal generations from `generation` on into `durable`,
+/// stopping each at its first torn or damaged record (an error when a later
+/// generation exists: only the last may be torn); returns the first
+/// generation that does not exist.
+fn replay_journals(
+    dir: &Path,
+    layout: &Layout,
+    generation: u64,
+    next_seq: &mut u64,
+    durable: &mut BlockMap<Entry>,
+    home: u8,
+    rec: &mut Recovery,
+) -> Result<u64, MetaError> {
+    let mut g = generation;
+    while let Some(bytes) = read_journal(dir, g)? {
+        let mut off = 0;
+        let n = layout.record_bytes;
+        while off + n <= bytes.len() {
+            let Some((block, e)) = layout.decode_record(&bytes[off..off + n], *next_seq) else {
+                break;
+            };
+            set_entry(durable, home, block, e);
+            *next_seq += 1;
+            rec.journal_records += 1;
+            off += n;
+        }
+        rec.discarded_bytes += (bytes.len() - off) as u64;
+        if off < bytes.len() && journal_path(dir, g + 1).exists() {
+            return Err(MetaError::Corrupt {
+                path: journal_path(dir, g),
+                message: format!("damaged record at byte {off}, but a later journal exists"),
+            });
+        }
+        g += 1;
+    }
+    Ok(g)
 }
 
 /// Compacts recovered metadata: a checkpoint of `durable` continues with

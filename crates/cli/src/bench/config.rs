@@ -157,6 +157,13 @@ impl BenchConfig {
         if self.levels.is_empty() || self.levels.contains(&0) {
             bail!("levels: need at least one level, each at least 1");
         }
+        self.check_durations()?;
+        self.check_runs()?;
+        Ok(())
+    }
+
+    /// Ramps and warm-ups are zero or positive, runs positive.
+    fn check_durations(&self) -> Result<()> {
         for (f, v) in [
             ("ramp_s", self.ramp_s),
             ("device_ramp_s", self.device_ramp_s),
@@ -178,6 +185,12 @@ impl BenchConfig {
         if self.sim_warmup_s >= self.sim_duration_s {
             bail!("sim_warmup_s must be shorter than sim_duration_s");
         }
+        Ok(())
+    }
+
+    /// Policies, workloads, the acceptance bars and the reference name
+    /// things that exist.
+    fn check_runs(&self) -> Result<()> {
         if self.policy.is_empty() || self.workload.is_empty() {
             bail!("need at least one [[policy]] and one [[workload]]");
         }

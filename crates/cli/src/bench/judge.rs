@@ -55,15 +55,29 @@ pub(super) fn judge(cfg: &BenchConfig, report: &Report) -> (Vec<String>, bool) {
         ));
         passed = false;
     }
-    match (
+    let (line, ok) = judge_low_load(
+        cfg,
         find(&a.baseline, a.low_load_inflight),
         find(&a.candidate, a.low_load_inflight),
-    ) {
+    );
+    lines.push(line);
+    passed &= ok;
+    (lines, passed)
+}
+
+/// The low-load bar: the candidate's ops/s within the tolerance of the
+/// baseline's; the verdict line and whether it is met.
+fn judge_low_load(
+    cfg: &BenchConfig,
+    baseline: Option<f64>,
+    candidate: Option<f64>,
+) -> (String, bool) {
+    let a = &cfg.acceptance;
+    match (baseline, candidate) {
         (Some(b), Some(c)) => {
             let diff = (c - b) / b;
             let ok = diff.abs() <= a.low_load_tolerance;
-            passed &= ok;
-            lines.push(format!(
+            let line = format!(
                 "{} in flight, {}: {} differs from {} by {:+.1} % (bar ±{:.0} %) {}",
                 a.low_load_inflight,
                 a.workload,
@@ -72,15 +86,15 @@ pub(super) fn judge(cfg: &BenchConfig, report: &Report) -> (Vec<String>, bool) {
                 diff * 100.0,
                 a.low_load_tolerance * 100.0,
                 if ok { "met" } else { "NOT met" }
-            ));
+            );
+            (line, ok)
         }
         _ => {
-            lines.push(format!(
+            let line = format!(
                 "{} in flight was not run: the low-load bar is not judged",
                 a.low_load_inflight
-            ));
-            passed = false;
+            );
+            (line, false)
         }
     }
-    (lines, passed)
 }

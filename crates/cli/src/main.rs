@@ -304,37 +304,13 @@ const SPLIT_RATES: usize = 20;
 
 fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
     let loads = [0.5, 1.0, 2.0];
-    let mut configs = Vec::new();
-    for &load in &loads {
-        configs.push(demo_config("classic", load));
-        configs.push(demo_config("nhc", load));
-        for i in 1..=SPLIT_RATES {
-            let mut c = demo_config("split", load);
-            c.params.insert(
-                "split_rate".into(),
-                toml::Value::Float(i as f64 / SPLIT_RATES as f64),
-            );
-            configs.push(c);
-        }
-    }
+    let configs: Vec<SimConfig> = loads.iter().flat_map(|&l| demo_configs(l)).collect();
     let pb = progress_bar(configs.len());
     let start = Instant::now();
     let results = run_all(&configs, threads(t), &|n| pb.set_position(n as u64));
     pb.finish_and_clear();
     let results: Vec<RunResult> = results.into_iter().collect::<Result<_, _>>()?;
-    let base = demo_config("classic", 1.0);
-    let bs = base.block_size as u64;
-    let limit_ops: f64 = base
-        .devices
-        .iter()
-        .map(|d| {
-            let m = tiermux_device::lookup_profile(d, &[])
-                .expect("builtin")
-                .model()
-                .expect("model");
-            closed_loop_throughput(&m, Op::Read, bs, 256)
-        })
-        .sum();
+    let limit_ops = demo_limit_ops();
     outln!("tiermux demo: Optane SSD (905P) + Flash SSD (970 Pro), read-only, uniform, 95 % hits,");
     outln!("64 KiB blocks, 256 MiB cache. Load-1.0 = the smallest concurrency at which classic");
     outln!("caching reaches its peak (Orthus §6.1). Simulated 4 s per run, first 3 s excluded.\n");
@@ -350,53 +326,10 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
         "vs classic"
     );
     let per_load = 2 + SPLIT_RATES;
-    let keys = vec!["load".to_string(), "configuration".to_string()];
     let mut swept_values = Vec::new();
     for (li, &load) in loads.iter().enumerate() {
         let chunk = &results[li * per_load..(li + 1) * per_load];
-        let classic = &chunk[0];
-        let nhc = &chunk[1];
-        let (best_i, best) = chunk[2..]
-            .iter()
-            .enumerate()
-            .max_by(|a, b| {
-                a.1.throughput_ops_per_s
-                    .total_cmp(&b.1.throughput_ops_per_s)
-            })
-            .expect("splits");
-        let best_rate = (best_i + 1) as f64 / SPLIT_RATES as f64;
-        let c = classic.throughput_ops_per_s;
-        let line = |label: &str, r: &RunResult| {
-            outln!(
-                "{:>5} {:>7}  {:<22} {:>12.0} {:>7.2} {:>9.1} {:>9.1} {:>9.2}x",
-                load,
-                r.workers,
-                label,
-                r.throughput_ops_per_s,
-                r.throughput_bytes_per_s / 1e9,
-                r.mean_latency_us,
-                r.p99_latency_us,
-                r.throughput_ops_per_s / c
-            );
-        };
-        line("classic caching", classic);
-        line("NHC", nhc);
-        line(&format!("best split (S={best_rate:.2})"), best);
-        outln!(
-            "{:>5} {:>7}  {:<22} {:>12.0} {:>7.2} {:>9} {:>9} {:>9.2}x",
-            "",
-            "",
-            "aggregate bandwidth",
-            limit_ops,
-            limit_ops * bs as f64 / 1e9,
-            "-",
-            "-",
-            limit_ops / c
-        );
-        let sw = |extra: &str| vec![toml::Value::Float(load), toml::Value::String(extra.into())];
-        swept_values.push((sw("classic"), classic));
-        swept_values.push((sw("nhc"), nhc));
-        swept_values.push((sw(&format!("best split {best_rate:.2}")), best));
+        swept_values.extend(demo_rows(load, chunk, limit_ops));
     }
     outln!(
         "\n{} simulated runs in {:.1} s (NHC final state at Load-2.0: {}).",
@@ -411,6 +344,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             .join(", ")
     );
     if let Some(dir) = out {
+        let keys = vec!["load".to_string(), "configuration".to_string()];
         let pairs: Vec<(&[toml::Value], &RunResult)> = swept_values
             .iter()
             .map(|(s, r)| (s.as_slice(), *r))
@@ -425,6 +359,88 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
         outln!("wrote {}", dir.join("results.csv").display());
     }
     Ok(())
+}
+
+/// The demo's runs at one load: classic, NHC, then every split rate.
+fn demo_configs(load: f64) -> Vec<SimConfig> {
+    let mut configs = vec![demo_config("classic", load), demo_config("nhc", load)];
+    for i in 1..=SPLIT_RATES {
+        let mut c = demo_config("split", load);
+        let rate = toml::Value::Float(i as f64 / SPLIT_RATES as f64);
+        c.params.insert("split_rate".into(), rate);
+        configs.push(c);
+    }
+    configs
+}
+
+/// The two devices' aggregate read throughput at the demo's block size.
+fn demo_limit_ops() -> f64 {
+    let base = demo_config("classic", 1.0);
+    let bs = base.block_size as u64;
+    base.devices
+        .iter()
+        .map(|d| {
+            let m = tiermux_device::lookup_profile(d, &[])
+                .expect("builtin")
+                .model()
+                .expect("model");
+            closed_loop_throughput(&m, Op::Read, bs, 256)
+        })
+        .sum()
+}
+
+/// Prints one load's rows (classic, NHC, the best split, the aggregate
+/// bandwidth) and returns the swept values and results to save.
+fn demo_rows(
+    load: f64,
+    chunk: &[RunResult],
+    limit_ops: f64,
+) -> Vec<(Vec<toml::Value>, &RunResult)> {
+    let bs = demo_config("classic", 1.0).block_size as u64;
+    let (classic, nhc) = (&chunk[0], &chunk[1]);
+    let (best_i, best) = chunk[2..]
+        .iter()
+        .enumerate()
+        .max_by(|a, b| {
+            a.1.throughput_ops_per_s
+                .total_cmp(&b.1.throughput_ops_per_s)
+        })
+        .expect("splits");
+    let best_rate = (best_i + 1) as f64 / SPLIT_RATES as f64;
+    let c = classic.throughput_ops_per_s;
+    let line = |label: &str, r: &RunResult| {
+        outln!(
+            "{:>5} {:>7}  {:<22} {:>12.0} {:>7.2} {:>9.1} {:>9.1} {:>9.2}x",
+            load,
+            r.workers,
+            label,
+            r.throughput_ops_per_s,
+            r.throughput_bytes_per_s / 1e9,
+            r.mean_latency_us,
+            r.p99_latency_us,
+            r.throughput_ops_per_s / c
+        );
+    };
+    line("classic caching", classic);
+    line("NHC", nhc);
+    line(&format!("best split (S={best_rate:.2})"), best);
+    outln!(
+        "{:>5} {:>7}  {:<22} {:>12.0} {:>7.2} {:>9} {:>9} {:>9.2}x",
+        "",
+        "",
+        "aggregate bandwidth",
+        limit_ops,
+        limit_ops * bs as f64 / 1e9,
+        "-",
+        "-",
+        limit_ops / c
+    );
+    let sw = |extra: &str| vec![toml::Value::Float(load), toml::Value::String(extra.into())];
+    vec![
+        (sw("classic"), classic),
+        (sw("nhc"), nhc),
+        (sw(&format!("best split {best_rate:.2}")), best),
+    ]
 }
 
 fn profiles() {

@@ -35,18 +35,7 @@ pub(super) fn reference(
     let dir = data.join("reference");
     fresh_dir(&dir)?;
     let size = r.size.bytes("reference.size")?;
-    // A file of real (zero) pages, not a hole.
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(dir.join("file.img"))?;
-        let chunk = vec![0u8; 1 << 20];
-        let mut left = size;
-        while left > 0 {
-            let n = left.min(chunk.len() as u64) as usize;
-            f.write_all(&chunk[..n])?;
-            left -= n as u64;
-        }
-    }
+    write_zeros(&dir.join("file.img"), size)?;
     let vc = volume_config(
         cfg,
         &dir,
@@ -56,27 +45,7 @@ pub(super) fn reference(
         &BTreeMap::new(),
     )?;
     let server = Background::start(vc)?;
-    let kit_sock = dir.join("nbdkit.sock");
-    let kit = KillOnDrop(
-        Command::new("nbdkit")
-            .args(["--foreground", "-U"])
-            .arg(&kit_sock)
-            .arg("file")
-            .arg(dir.join("file.img"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot start nbdkit")?,
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !kit_sock.exists() {
-        if Instant::now() > deadline {
-            bail!("nbdkit did not create {} within 10 s", kit_sock.display());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let kit_uri = format!("nbd+unix:///?socket={}", kit_sock.display());
+    let (kit, kit_uri) = start_nbdkit(&dir)?;
     say(format!(
         "## The NBD path: pass-through over one {} MiB file against nbdkit\n",
         size >> 20
@@ -99,22 +68,7 @@ pub(super) fn reference(
             &dir,
             &random_args(&kit_uri, &reads, 4096, level, size, r.runtime_s, seed),
         )?;
-        let mut direct_args = vec![
-            "--name=file".to_string(),
-            format!("--filename={}", dir.join("file.img").display()),
-            "--rw=randread".into(),
-            "--bs=4096".into(),
-            format!("--size={size}"),
-            "--time_based".into(),
-            format!("--runtime={}ms", (r.runtime_s * 1000.0).round() as u64),
-        ];
-        if level == 1 {
-            direct_args.push("--ioengine=psync".into());
-        } else {
-            direct_args.push("--ioengine=io_uring".into());
-            direct_args.push(format!("--iodepth={level}"));
-        }
-        let d = fio(&dir, &direct_args)?;
+        let d = fio(&dir, &direct_args(&dir, size, level, r.runtime_s))?;
         for (name, f, vs) in [
             (
                 "tiermux serve",
@@ -143,4 +97,65 @@ pub(super) fn reference(
     drop(kit);
     server.stop()?;
     Ok(rows)
+}
+
+/// Writes a file of `size` real zero bytes (pages, not a hole).
+fn write_zeros(path: &Path, size: u64) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path)?;
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+/// Starts `nbdkit file` on `dir/file.img` behind a Unix socket and waits
+/// for the socket; returns the process (killed on drop) and its URI.
+fn start_nbdkit(dir: &Path) -> Result<(KillOnDrop, String)> {
+    let kit_sock = dir.join("nbdkit.sock");
+    let kit = KillOnDrop(
+        Command::new("nbdkit")
+            .args(["--foreground", "-U"])
+            .arg(&kit_sock)
+            .arg("file")
+            .arg(dir.join("file.img"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start nbdkit")?,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !kit_sock.exists() {
+        if Instant::now() > deadline {
+            bail!("nbdkit did not create {} within 10 s", kit_sock.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok((kit, format!("nbd+unix:///?socket={}", kit_sock.display())))
+}
+
+/// fio arguments for random reads of the file itself at `level` in flight
+/// (psync at 1, io_uring above).
+fn direct_args(dir: &Path, size: u64, level: u32, runtime_s: f64) -> Vec<String> {
+    let mut args = vec![
+        "--name=file".to_string(),
+        format!("--filename={}", dir.join("file.img").display()),
+        "--rw=randread".into(),
+        "--bs=4096".into(),
+        format!("--size={size}"),
+        "--time_based".into(),
+        format!("--runtime={}ms", (runtime_s * 1000.0).round() as u64),
+    ];
+    if level == 1 {
+        args.push("--ioengine=psync".into());
+    } else {
+        args.push("--ioengine=io_uring".into());
+        args.push(format!("--iodepth={level}"));
+    }
+    args
 }

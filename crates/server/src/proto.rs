@@ -196,58 +196,72 @@ pub fn handshake<S: Read + Write>(
         }
         let mut data = vec![0u8; len as usize];
         s.read_exact(&mut data)?;
-        match option {
-            OPT_EXPORT_NAME => {
-                let name = String::from_utf8_lossy(&data);
-                if !name.is_empty() && name != export.name {
-                    return Err(violation(format!("unknown export '{name}'")));
-                }
-                let mut m = Vec::with_capacity(10 + 124);
-                m.extend_from_slice(&export.size_bytes.to_be_bytes());
-                m.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-                if !no_zeroes {
-                    m.extend_from_slice(&[0u8; 124]);
-                }
-                s.write_all(&m)?;
-                return Ok(HandshakeEnd::Transmission);
+        if let Some(end) = answer_option(s, export, option, &data, no_zeroes)? {
+            return Ok(end);
+        }
+    }
+}
+
+/// Answers one option; returns how the handshake ends, or `None` when the
+/// client may send another option.
+fn answer_option<S: Read + Write>(
+    s: &mut S,
+    export: &Export,
+    option: u32,
+    data: &[u8],
+    no_zeroes: bool,
+) -> Result<Option<HandshakeEnd>, ProtocolError> {
+    match option {
+        OPT_EXPORT_NAME => {
+            let name = String::from_utf8_lossy(data);
+            if !name.is_empty() && name != export.name {
+                return Err(violation(format!("unknown export '{name}'")));
             }
-            OPT_ABORT => {
-                // The client may close without reading the reply.
-                let _ = option_reply(s, option, REP_ACK, &[]);
-                return Ok(HandshakeEnd::Aborted);
+            let mut m = Vec::with_capacity(10 + 124);
+            m.extend_from_slice(&export.size_bytes.to_be_bytes());
+            m.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+            if !no_zeroes {
+                m.extend_from_slice(&[0u8; 124]);
             }
-            OPT_LIST => {
-                if !data.is_empty() {
-                    option_reply(s, option, REP_ERR_INVALID, b"LIST takes no data")?;
-                    continue;
-                }
-                let mut d = Vec::new();
-                d.extend_from_slice(&(export.name.len() as u32).to_be_bytes());
-                d.extend_from_slice(export.name.as_bytes());
-                option_reply(s, option, REP_SERVER, &d)?;
-                option_reply(s, option, REP_ACK, &[])?;
+            s.write_all(&m)?;
+            Ok(Some(HandshakeEnd::Transmission))
+        }
+        OPT_ABORT => {
+            // The client may close without reading the reply.
+            let _ = option_reply(s, option, REP_ACK, &[]);
+            Ok(Some(HandshakeEnd::Aborted))
+        }
+        OPT_LIST => {
+            if !data.is_empty() {
+                option_reply(s, option, REP_ERR_INVALID, b"LIST takes no data")?;
+                return Ok(None);
             }
-            OPT_INFO | OPT_GO => {
-                let Some((name, requests)) = parse_info_request(&data) else {
-                    option_reply(s, option, REP_ERR_INVALID, b"malformed INFO/GO request")?;
-                    continue;
-                };
-                if !name.is_empty() && name != export.name.as_bytes() {
-                    option_reply(s, option, REP_ERR_UNKNOWN, b"no such export")?;
-                    continue;
-                }
-                option_reply(s, option, REP_INFO, &info_export(export))?;
-                let _ = requests;
-                // Block sizes are always sent: any alignment is served.
-                option_reply(s, option, REP_INFO, &info_block_size(export))?;
-                option_reply(s, option, REP_ACK, &[])?;
-                if option == OPT_GO {
-                    return Ok(HandshakeEnd::Transmission);
-                }
+            let mut d = Vec::new();
+            d.extend_from_slice(&(export.name.len() as u32).to_be_bytes());
+            d.extend_from_slice(export.name.as_bytes());
+            option_reply(s, option, REP_SERVER, &d)?;
+            option_reply(s, option, REP_ACK, &[])?;
+            Ok(None)
+        }
+        OPT_INFO | OPT_GO => {
+            let Some((name, requests)) = parse_info_request(data) else {
+                option_reply(s, option, REP_ERR_INVALID, b"malformed INFO/GO request")?;
+                return Ok(None);
+            };
+            if !name.is_empty() && name != export.name.as_bytes() {
+                option_reply(s, option, REP_ERR_UNKNOWN, b"no such export")?;
+                return Ok(None);
             }
-            _ => {
-                option_reply(s, option, REP_ERR_UNSUP, b"unsupported option")?;
-            }
+            option_reply(s, option, REP_INFO, &info_export(export))?;
+            let _ = requests;
+            // Block sizes are always sent: any alignment is served.
+            option_reply(s, option, REP_INFO, &info_block_size(export))?;
+            option_reply(s, option, REP_ACK, &[])?;
+            Ok((option == OPT_GO).then_some(HandshakeEnd::Transmission))
+        }
+        _ => {
+            option_reply(s, option, REP_ERR_UNSUP, b"unsupported option")?;
+            Ok(None)
         }
     }
 }

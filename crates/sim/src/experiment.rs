@@ -97,97 +97,70 @@ fn set_path(root: &mut toml::Value, path: &str, value: toml::Value) -> Result<()
     Ok(())
 }
 
-impl Experiment {
-    /// Parses an experiment from TOML text; `file` names it in errors.
-    pub fn parse(text: &str, file: &str) -> Result<Self, ExperimentError> {
-        let err = |line, field: &str, message: String| ExperimentError {
-            file: file.to_string(),
+/// An experiment file being parsed: its text and name, for errors.
+struct Parser<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+/// A sweep group: its name in errors and its table of swept keys.
+type Group<'t> = (String, &'t toml::Table);
+
+impl Parser<'_> {
+    fn err(&self, line: Option<usize>, field: &str, message: String) -> ExperimentError {
+        ExperimentError {
+            file: self.file.to_string(),
             line,
             field: field.to_string(),
             message,
-        };
-        let doc: toml::Table = text.parse::<toml::Table>().map_err(|e| {
-            err(
-                e.span().map(|s| line_of(text, s.start)),
-                "toml",
-                e.message().to_string(),
-            )
-        })?;
-        for k in doc.keys() {
-            if !["name", "description", "base", "sweep", "plot"].contains(&k.as_str()) {
-                return Err(err(
-                    line_of_key(text, k),
-                    k,
-                    "unknown top-level key (expected name, description, base, sweep, plot)".into(),
-                ));
-            }
         }
-        let name = doc
-            .get("name")
-            .and_then(|v| v.as_str())
-            .unwrap_or(file)
-            .to_string();
-        let description = doc
-            .get("description")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string();
-        let base = doc
-            .get("base")
-            .cloned()
-            .ok_or_else(|| err(None, "base", "missing [base] table".into()))?;
-        // `[sweep]` is one group; `[[sweep]]` several, whose runs are joined.
-        let no_sweep = toml::Table::new();
-        let groups: Vec<(String, &toml::Table)> = match doc.get("sweep") {
-            None => vec![("sweep".into(), &no_sweep)],
-            Some(toml::Value::Table(t)) => vec![("sweep".into(), t)],
+    }
+
+    /// `[sweep]` is one group; `[[sweep]]` several, whose runs are joined.
+    fn sweep_groups<'t>(
+        &self,
+        doc: &'t toml::Table,
+        none: &'t toml::Table,
+    ) -> Result<Vec<Group<'t>>, ExperimentError> {
+        let line = line_of_key(self.text, "sweep");
+        match doc.get("sweep") {
+            None => Ok(vec![("sweep".into(), none)]),
+            Some(toml::Value::Table(t)) => Ok(vec![("sweep".into(), t)]),
             Some(toml::Value::Array(a)) => a
                 .iter()
                 .enumerate()
                 .map(|(i, v)| {
                     v.as_table()
                         .map(|t| (format!("sweep[{i}]"), t))
-                        .ok_or_else(|| {
-                            err(line_of_key(text, "sweep"), "sweep", "must be tables".into())
-                        })
+                        .ok_or_else(|| self.err(line, "sweep", "must be tables".into()))
                 })
-                .collect::<Result<_, _>>()?,
-            Some(_) => {
-                return Err(err(
-                    line_of_key(text, "sweep"),
-                    "sweep",
-                    "must be a table ([sweep]) or tables ([[sweep]])".into(),
-                ))
-            }
-        };
-        let mut keys: Vec<String> = Vec::new();
-        for (_, t) in &groups {
-            for k in t.keys() {
-                if !keys.contains(k) {
-                    keys.push(k.clone());
-                }
-            }
+                .collect(),
+            Some(_) => Err(self.err(
+                line,
+                "sweep",
+                "must be a table ([sweep]) or tables ([[sweep]])".into(),
+            )),
         }
-        // Each run: the value of every key (None when its group leaves the
-        // key at the base value).
-        let mut combos: Vec<Vec<Option<toml::Value>>> = Vec::new();
-        for (gname, t) in &groups {
+    }
+
+    /// Every run: the value of every key (None when its group leaves the
+    /// key at the base value), group after group.
+    fn combinations(
+        &self,
+        groups: &[Group<'_>],
+        keys: &[String],
+    ) -> Result<Vec<Vec<Option<toml::Value>>>, ExperimentError> {
+        let mut combos = Vec::new();
+        for (gname, t) in groups {
             let mut group: Vec<Vec<Option<toml::Value>>> = vec![vec![None; keys.len()]];
             for (k, v) in t.iter() {
                 let field = format!("{gname}.{k}");
-                let list = v.as_array().ok_or_else(|| {
-                    err(
-                        line_of_key(text, k),
-                        &field,
-                        "must be a list of values".into(),
-                    )
-                })?;
+                let line = line_of_key(self.text, k);
+                let list = v
+                    .as_array()
+                    .ok_or_else(|| self.err(line, &field, "must be a list of values".into()))?;
                 if list.is_empty() {
-                    return Err(err(
-                        line_of_key(text, k),
-                        &field,
-                        "must not be empty".into(),
-                    ));
+                    return Err(self.err(line, &field, "must not be empty".into()));
                 }
                 let ki = keys.iter().position(|x| x == k).expect("collected");
                 group = group
@@ -203,45 +176,101 @@ impl Experiment {
             }
             combos.extend(group);
         }
-        let mut runs = Vec::new();
-        let mut controller_names: Vec<String> = Vec::new();
-        for combo in combos {
-            let mut cfg_value = base.clone();
-            for (k, v) in keys.iter().zip(&combo) {
-                if k == LABEL_KEY {
-                    continue;
-                }
-                if let Some(v) = v {
-                    set_path(&mut cfg_value, k, v.clone())
-                        .map_err(|m| err(line_of_key(text, k), &format!("sweep.{k}"), m))?;
+        Ok(combos)
+    }
+
+    /// One run: `base` with the combination's values set, checked; returns
+    /// the reported values of every key, the configuration and its
+    /// controller's variable names.
+    #[allow(clippy::type_complexity)]
+    fn run(
+        &self,
+        base: &toml::Value,
+        keys: &[String],
+        combo: Vec<Option<toml::Value>>,
+    ) -> Result<(Vec<toml::Value>, SimConfig, Vec<String>), ExperimentError> {
+        let text = self.text;
+        let mut cfg_value = base.clone();
+        for (k, v) in keys.iter().zip(&combo) {
+            if k == LABEL_KEY {
+                continue;
+            }
+            if let Some(v) = v {
+                set_path(&mut cfg_value, k, v.clone())
+                    .map_err(|m| self.err(line_of_key(text, k), &format!("sweep.{k}"), m))?;
+            }
+        }
+        // Keys a group leaves alone report the base value ("" if unset).
+        let combo: Vec<toml::Value> = keys
+            .iter()
+            .zip(combo)
+            .map(|(k, v)| {
+                v.or_else(|| get_path(&cfg_value, k))
+                    .unwrap_or_else(|| toml::Value::String(String::new()))
+            })
+            .collect();
+        let cfg: SimConfig = cfg_value.try_into().map_err(|e: toml::de::Error| {
+            let msg = e.message().to_string();
+            let field = msg
+                .split('`')
+                .nth(1)
+                .map(|f| format!("base.{f}"))
+                .unwrap_or_else(|| "base".into());
+            let line = line_of_key(text, field.rsplit('.').next().unwrap_or("base"));
+            self.err(line, &field, msg)
+        })?;
+        let resolved = cfg.resolve().map_err(|e: ConfigError| {
+            self.err(line_of_key(text, &e.field), &e.field, e.message.clone())
+        })?;
+        Ok((combo, cfg, resolved.controller_names))
+    }
+}
+
+impl Experiment {
+    /// Parses an experiment from TOML text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Self, ExperimentError> {
+        let p = Parser { text, file };
+        let doc: toml::Table = text.parse::<toml::Table>().map_err(|e| {
+            p.err(
+                e.span().map(|s| line_of(text, s.start)),
+                "toml",
+                e.message().to_string(),
+            )
+        })?;
+        for k in doc.keys() {
+            if !["name", "description", "base", "sweep", "plot"].contains(&k.as_str()) {
+                return Err(p.err(
+                    line_of_key(text, k),
+                    k,
+                    "unknown top-level key (expected name, description, base, sweep, plot)".into(),
+                ));
+            }
+        }
+        let text_of = |key: &str, default: &str| {
+            doc.get(key)
+                .and_then(|v| v.as_str())
+                .unwrap_or(default)
+                .to_string()
+        };
+        let base = doc
+            .get("base")
+            .cloned()
+            .ok_or_else(|| p.err(None, "base", "missing [base] table".into()))?;
+        let no_sweep = toml::Table::new();
+        let groups = p.sweep_groups(&doc, &no_sweep)?;
+        let mut keys: Vec<String> = Vec::new();
+        for (_, t) in &groups {
+            for k in t.keys() {
+                if !keys.contains(k) {
+                    keys.push(k.clone());
                 }
             }
-            // Keys a group leaves alone report the base value ("" if unset).
-            let combo: Vec<toml::Value> = keys
-                .iter()
-                .zip(combo)
-                .map(|(k, v)| {
-                    v.or_else(|| get_path(&cfg_value, k))
-                        .unwrap_or_else(|| toml::Value::String(String::new()))
-                })
-                .collect();
-            let cfg: SimConfig = cfg_value.try_into().map_err(|e: toml::de::Error| {
-                let msg = e.message().to_string();
-                let field = msg
-                    .split('`')
-                    .nth(1)
-                    .map(|f| format!("base.{f}"))
-                    .unwrap_or_else(|| "base".into());
-                err(
-                    line_of_key(text, field.rsplit('.').next().unwrap_or("base")),
-                    &field,
-                    msg,
-                )
-            })?;
-            let resolved = cfg.resolve().map_err(|e: ConfigError| {
-                err(line_of_key(text, &e.field), &e.field, e.message.clone())
-            })?;
-            for c in resolved.controller_names {
+        }
+        let mut runs = Vec::new();
+        let mut controller_names: Vec<String> = Vec::new();
+        for combo in p.combinations(&groups, &keys)? {
+            let (combo, cfg, names) = p.run(&base, &keys, combo)?;
+            for c in names {
                 if !controller_names.contains(&c) {
                     controller_names.push(c);
                 }
@@ -249,10 +278,10 @@ impl Experiment {
             runs.push((combo, cfg));
         }
         let plots = parse_plots(&doc, text, &keys, &controller_names)
-            .map_err(|(line, field, message)| err(line, &field, message))?;
+            .map_err(|(line, field, message)| p.err(line, &field, message))?;
         Ok(Experiment {
-            name,
-            description,
+            name: text_of("name", file),
+            description: text_of("description", ""),
             keys,
             runs,
             plots,
@@ -552,6 +581,23 @@ pub fn timeseries_table(keys: &[String], runs: &[(&[toml::Value], &RunResult)]) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every experiment file the project ships parses, and every run in it
+    /// resolves.
+    #[test]
+    fn every_shipped_experiment_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let e = Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                assert!(!e.runs.is_empty(), "{}", path.display());
+                seen += 1;
+            }
+        }
+        assert!(seen >= 7, "{seen} experiment files");
+    }
 
     #[test]
     fn sweep_is_a_cartesian_product() {

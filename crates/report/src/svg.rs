@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::{arrange, Panel, PlotError, PlotKind, PlotSpec, Table};
+use crate::{arrange, Panel, PlotError, PlotKind, PlotSpec, Series, Table};
 
 const PANEL_W: f64 = 380.0;
 const PANEL_H: f64 = 270.0;
@@ -87,6 +87,111 @@ pub fn render(spec: &PlotSpec, table: &Table) -> Result<String, PlotError> {
     Ok(out)
 }
 
+/// A panel's plotting area and its mapping from data to pixels.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    lo: f64,
+    hi: f64,
+    xlo: f64,
+    xhi: f64,
+    numeric_x: bool,
+    /// x values in order of first appearance (the categories).
+    cats: Vec<String>,
+    yticks: Vec<f64>,
+    xticks: Vec<f64>,
+}
+
+impl Frame {
+    fn new(spec: &PlotSpec, panel: &Panel, numeric_x: bool, ox: f64, oy: f64) -> Frame {
+        let ys = panel
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1));
+        let (mut lo, mut hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+            (a.min(y), b.max(y))
+        });
+        if spec.y_from_zero.unwrap_or(true) || spec.kind == PlotKind::Bars {
+            lo = lo.min(0.0);
+            hi = hi.max(0.0);
+        }
+        if hi <= lo {
+            hi = lo + 1.0;
+        }
+        let yticks = nice_ticks(lo, hi, 5);
+        let (lo, hi) = (yticks[0], *yticks.last().expect("ticks"));
+        let mut cats: Vec<String> = Vec::new();
+        for s in &panel.series {
+            for (x, _) in &s.points {
+                if !cats.contains(x) {
+                    cats.push(x.clone());
+                }
+            }
+        }
+        let (xlo, xhi, xticks) = if numeric_x {
+            numeric_x_range(&cats)
+        } else {
+            (0.0, cats.len() as f64, Vec::new())
+        };
+        Frame {
+            x0: ox + MARGIN_LEFT,
+            x1: ox + PANEL_W - MARGIN_RIGHT,
+            y0: oy + PANEL_H - MARGIN_BOTTOM,
+            y1: oy + MARGIN_TOP,
+            lo,
+            hi,
+            xlo,
+            xhi,
+            numeric_x,
+            cats,
+            yticks,
+            xticks,
+        }
+    }
+
+    fn ymap(&self, y: f64) -> f64 {
+        self.y0 - (y - self.lo) / (self.hi - self.lo) * (self.y0 - self.y1)
+    }
+
+    fn xmap(&self, x: f64) -> f64 {
+        self.x0 + (x - self.xlo) / (self.xhi - self.xlo) * (self.x1 - self.x0)
+    }
+
+    fn cat_center(&self, c: &str) -> f64 {
+        let i = self.cats.iter().position(|x| x == c).unwrap_or(0);
+        self.xmap(i as f64 + 0.5)
+    }
+
+    /// The pixel x of a data point's x value.
+    fn x_of(&self, x: &str) -> f64 {
+        if self.numeric_x {
+            self.xmap(x.parse().unwrap_or(0.0))
+        } else {
+            self.cat_center(x)
+        }
+    }
+}
+
+/// The x range of numeric categories and the round ticks inside it.
+fn numeric_x_range(cats: &[String]) -> (f64, f64, Vec<f64>) {
+    let v: Vec<f64> = cats.iter().filter_map(|c| c.parse().ok()).collect();
+    let (a, b) = v
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
+    let (a, b) = if b > a { (a, b) } else { (a - 0.5, a + 0.5) };
+    let t = nice_ticks(a, b, 6);
+    let inside: Vec<f64> = t
+        .iter()
+        .copied()
+        .filter(|&x| x >= a - 1e-9 * (b - a) && x <= b + 1e-9 * (b - a))
+        .collect();
+    (a, b, inside)
+}
+
 fn draw_panel(
     out: &mut String,
     spec: &PlotSpec,
@@ -96,58 +201,22 @@ fn draw_panel(
     ox: f64,
     oy: f64,
 ) {
-    let (x0, x1) = (ox + MARGIN_LEFT, ox + PANEL_W - MARGIN_RIGHT);
-    let (y0, y1) = (oy + PANEL_H - MARGIN_BOTTOM, oy + MARGIN_TOP);
-    let ys = panel
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1));
-    let (mut lo, mut hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
-        (a.min(y), b.max(y))
-    });
-    if spec.y_from_zero.unwrap_or(true) || spec.kind == PlotKind::Bars {
-        lo = lo.min(0.0);
-        hi = hi.max(0.0);
-    }
-    if hi <= lo {
-        hi = lo + 1.0;
-    }
-    let yticks = nice_ticks(lo, hi, 5);
-    let (lo, hi) = (yticks[0], *yticks.last().expect("ticks"));
-    let ymap = |y: f64| y0 - (y - lo) / (hi - lo) * (y0 - y1);
-    // x: numeric range or ordered categories.
-    let mut cats: Vec<String> = Vec::new();
-    for s in &panel.series {
-        for (x, _) in &s.points {
-            if !cats.contains(x) {
-                cats.push(x.clone());
-            }
+    let f = Frame::new(spec, panel, numeric_x, ox, oy);
+    draw_axes(out, spec, panel, &f, ox, oy);
+    let n = panel.series.len().max(1) as f64;
+    for (si, s) in panel.series.iter().enumerate() {
+        let ci = labels.iter().position(|l| *l == s.label).unwrap_or(0);
+        let color = COLORS[ci % COLORS.len()];
+        match spec.kind {
+            PlotKind::Bars => draw_bars(out, &f, s, si as f64, n, color),
+            PlotKind::Lines => draw_line(out, &f, s, color),
         }
     }
-    let (xlo, xhi, xticks) = if numeric_x {
-        let v: Vec<f64> = cats.iter().filter_map(|c| c.parse().ok()).collect();
-        let (a, b) = v
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-                (a.min(x), b.max(x))
-            });
-        let (a, b) = if b > a { (a, b) } else { (a - 0.5, a + 0.5) };
-        let t = nice_ticks(a, b, 6);
-        let inside: Vec<f64> = t
-            .iter()
-            .copied()
-            .filter(|&x| x >= a - 1e-9 * (b - a) && x <= b + 1e-9 * (b - a))
-            .collect();
-        (a, b, inside)
-    } else {
-        (0.0, cats.len() as f64, Vec::new())
-    };
-    let xmap = |x: f64| x0 + (x - xlo) / (xhi - xlo) * (x1 - x0);
-    let cat_center = |c: &str| {
-        let i = cats.iter().position(|x| x == c).unwrap_or(0);
-        xmap(i as f64 + 0.5)
-    };
-    // Frame, grid and ticks.
+}
+
+/// The panel's title, grid, ticks, frame and axis labels.
+fn draw_axes(out: &mut String, spec: &PlotSpec, panel: &Panel, f: &Frame, ox: f64, oy: f64) {
+    let (x0, x1, y0, y1) = (f.x0, f.x1, f.y0, f.y1);
     let _ = writeln!(
         out,
         r#"<text x="{}" y="{}" text-anchor="middle" font-weight="bold">{}</text>"#,
@@ -155,8 +224,8 @@ fn draw_panel(
         oy + 16.0,
         esc(&panel.label)
     );
-    for &t in &yticks {
-        let y = ymap(t);
+    for &t in &f.yticks {
+        let y = f.ymap(t);
         let _ = writeln!(
             out,
             r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -165,9 +234,9 @@ fn draw_panel(
             fmt_num(t)
         );
     }
-    if numeric_x {
-        for &t in &xticks {
-            let x = xmap(t);
+    if f.numeric_x {
+        for &t in &f.xticks {
+            let x = f.xmap(t);
             let _ = writeln!(
                 out,
                 r##"<line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{}" stroke="#444"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##,
@@ -177,11 +246,11 @@ fn draw_panel(
             );
         }
     } else {
-        for c in &cats {
+        for c in &f.cats {
             let _ = writeln!(
                 out,
                 r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                cat_center(c),
+                f.cat_center(c),
                 y0 + 16.0,
                 esc(c)
             );
@@ -206,59 +275,48 @@ fn draw_panel(
         r#"<text x="{yx}" y="{yy}" text-anchor="middle" transform="rotate(-90 {yx} {yy})">{}</text>"#,
         esc(&yl)
     );
-    // Data.
-    let n = panel.series.len().max(1) as f64;
-    for (si, s) in panel.series.iter().enumerate() {
-        let ci = labels.iter().position(|l| *l == s.label).unwrap_or(0);
-        let color = COLORS[ci % COLORS.len()];
-        match spec.kind {
-            PlotKind::Bars => {
-                let group = (x1 - x0) / cats.len().max(1) as f64 * 0.8;
-                let w = group / n;
-                for (x, y) in &s.points {
-                    let left = cat_center(x) - group / 2.0 + si as f64 * w;
-                    let (top, bottom) = (ymap(y.max(0.0)), ymap(y.min(0.0)));
-                    let _ = writeln!(
-                        out,
-                        r#"<rect x="{left:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {}</title></rect>"#,
-                        (w - 1.0).max(1.0),
-                        (bottom - top).max(0.5),
-                        esc(&s.label),
-                        fmt_num(*y)
-                    );
-                }
-            }
-            PlotKind::Lines => {
-                let mut pts: Vec<(f64, f64)> = s
-                    .points
-                    .iter()
-                    .map(|(x, y)| {
-                        let px = if numeric_x {
-                            xmap(x.parse().unwrap_or(0.0))
-                        } else {
-                            cat_center(x)
-                        };
-                        (px, ymap(*y))
-                    })
-                    .collect();
-                if numeric_x {
-                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                }
-                let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-                let _ = writeln!(
-                    out,
-                    r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.6"/>"#,
-                    path.join(" ")
-                );
-                if pts.len() <= 60 {
-                    for (x, y) in &pts {
-                        let _ = writeln!(
-                            out,
-                            r#"<circle cx="{x:.1}" cy="{y:.1}" r="2.6" fill="{color}"/>"#
-                        );
-                    }
-                }
-            }
+}
+
+/// Series `si` of `n` as bars beside the others in each category.
+fn draw_bars(out: &mut String, f: &Frame, s: &Series, si: f64, n: f64, color: &str) {
+    let group = (f.x1 - f.x0) / f.cats.len().max(1) as f64 * 0.8;
+    let w = group / n;
+    for (x, y) in &s.points {
+        let left = f.cat_center(x) - group / 2.0 + si * w;
+        let (top, bottom) = (f.ymap(y.max(0.0)), f.ymap(y.min(0.0)));
+        let _ = writeln!(
+            out,
+            r#"<rect x="{left:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {}</title></rect>"#,
+            (w - 1.0).max(1.0),
+            (bottom - top).max(0.5),
+            esc(&s.label),
+            fmt_num(*y)
+        );
+    }
+}
+
+/// A series as a line, with its points marked when there are few.
+fn draw_line(out: &mut String, f: &Frame, s: &Series, color: &str) {
+    let mut pts: Vec<(f64, f64)> = s
+        .points
+        .iter()
+        .map(|(x, y)| (f.x_of(x), f.ymap(*y)))
+        .collect();
+    if f.numeric_x {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+    let _ = writeln!(
+        out,
+        r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.6"/>"#,
+        path.join(" ")
+    );
+    if pts.len() <= 60 {
+        for (x, y) in &pts {
+            let _ = writeln!(
+                out,
+                r#"<circle cx="{x:.1}" cy="{y:.1}" r="2.6" fill="{color}"/>"#
+            );
         }
     }
 }

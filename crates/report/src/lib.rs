@@ -314,7 +314,6 @@ pub(crate) fn arrange(spec: &PlotSpec, table: &Table) -> Result<Vec<Panel>, Plot
         })
     };
     // Reference rows for ratios: keyed by every key column but the ratio's.
-    let mut reference: BTreeMap<Vec<String>, f64> = BTreeMap::new();
     let ratio_key = |row: &[String], skip: usize| -> Vec<String> {
         let mut k: Vec<String> = table
             .key_columns
@@ -328,22 +327,7 @@ pub(crate) fn arrange(spec: &PlotSpec, table: &Table) -> Result<Vec<Panel>, Plot
         }
         k
     };
-    if let Some(r) = &spec.ratio_to {
-        let ri = col(&r.column);
-        for row in &table.rows {
-            if r.value.matches(&row[ri]) {
-                if let Ok(y) = row[yi].parse::<f64>() {
-                    reference.insert(ratio_key(row, ri), y);
-                }
-            }
-        }
-        if reference.is_empty() {
-            return Err(spec.err(
-                "ratio_to.value",
-                format!("no row has {} = {:?}", r.column, r.value),
-            ));
-        }
-    }
+    let reference = ratio_references(spec, table, yi, &ratio_key)?;
     let mut panels: Vec<Panel> = Vec::new();
     for row in table.rows.iter().filter(|r| keep(r)) {
         let Ok(mut y) = row[yi].parse::<f64>() else {
@@ -361,33 +345,70 @@ pub(crate) fn arrange(spec: &PlotSpec, table: &Table) -> Result<Vec<Panel>, Plot
         y *= spec.y_scale.unwrap_or(1.0);
         let plabel = joined(row, &pi, &panel_names, false);
         let slabel = joined(row, &si, &series_names, true);
-        let p = match panels.iter().position(|p| p.label == plabel) {
-            Some(i) => i,
-            None => {
-                panels.push(Panel {
-                    label: plabel,
-                    series: Vec::new(),
-                });
-                panels.len() - 1
-            }
-        };
-        let series = &mut panels[p].series;
-        let s = match series.iter().position(|s| s.label == slabel) {
-            Some(i) => i,
-            None => {
-                series.push(Series {
-                    label: slabel,
-                    points: Vec::new(),
-                });
-                series.len() - 1
-            }
-        };
-        series[s].points.push((row[xi].clone(), y));
+        series_of(&mut panels, plabel, slabel)
+            .points
+            .push((row[xi].clone(), y));
     }
     if panels.is_empty() {
         return Err(spec.err("filter", "no rows left to plot"));
     }
     Ok(panels)
+}
+
+/// The y value of every reference row of `spec.ratio_to`, by its key
+/// (empty without a ratio).
+fn ratio_references(
+    spec: &PlotSpec,
+    table: &Table,
+    yi: usize,
+    ratio_key: &dyn Fn(&[String], usize) -> Vec<String>,
+) -> Result<BTreeMap<Vec<String>, f64>, PlotError> {
+    let mut reference = BTreeMap::new();
+    let Some(r) = &spec.ratio_to else {
+        return Ok(reference);
+    };
+    let ri = table.column(&r.column).expect("checked");
+    for row in &table.rows {
+        if r.value.matches(&row[ri]) {
+            if let Ok(y) = row[yi].parse::<f64>() {
+                reference.insert(ratio_key(row, ri), y);
+            }
+        }
+    }
+    if reference.is_empty() {
+        return Err(spec.err(
+            "ratio_to.value",
+            format!("no row has {} = {:?}", r.column, r.value),
+        ));
+    }
+    Ok(reference)
+}
+
+/// The series `slabel` of panel `plabel`, created (in order of first
+/// appearance) when missing.
+fn series_of(panels: &mut Vec<Panel>, plabel: String, slabel: String) -> &mut Series {
+    let p = match panels.iter().position(|p| p.label == plabel) {
+        Some(i) => i,
+        None => {
+            panels.push(Panel {
+                label: plabel,
+                series: Vec::new(),
+            });
+            panels.len() - 1
+        }
+    };
+    let series = &mut panels[p].series;
+    let s = match series.iter().position(|s| s.label == slabel) {
+        Some(i) => i,
+        None => {
+            series.push(Series {
+                label: slabel,
+                points: Vec::new(),
+            });
+            series.len() - 1
+        }
+    };
+    &mut series[s]
 }
 
 #[cfg(test)]

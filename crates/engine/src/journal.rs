@@ -278,10 +278,7 @@ impl Metadata {
             home,
             &mut rec,
         )?;
-        let mut map = PlacementMap::new(home);
-        for (&b, &e) in &durable {
-            map.set(b, e);
-        }
+        let map = placement_map(&durable, home);
         rec.entries = durable.len() as u64;
         let new_generation = g.max(generation) + 1;
         let journal = compact(
@@ -509,6 +506,16 @@ fn replay_journals(
         g += 1;
     }
     Ok(g)
+}
+
+/// The placement map the durable entries describe.
+fn placement_map(durable: &BlockMap<Entry>, home: u8) -> PlacementMap {
+    let mut map = PlacementMap::new(home);
+    map.reserve(durable.len());
+    for (&b, &e) in durable {
+        map.set(b, e);
+    }
+    map
 }
 
 /// Compacts recovered metadata: a checkpoint of `durable` continues with

@@ -47,11 +47,9 @@ pub(super) fn reference(
     let server = Background::start(vc)?;
     let (kit, kit_uri) = start_nbdkit(&dir)?;
     say(format!(
-        "## The NBD path: pass-through over one {} MiB file against nbdkit\n",
+        "## The NBD path: pass-through over one {} MiB file against nbdkit\n\n| in flight | server | ops/s | read mean µs | read p99 µs | vs nbdkit |\n|---|---|---|---|---|---|",
         size >> 20
     ));
-    say("| in flight | server | ops/s | read mean µs | read p99 µs | vs nbdkit |".into());
-    say("|---|---|---|---|---|---|".into());
     let reads = BenchWorkload {
         name: "random read".into(),
         read_percent: 100,

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tiermux_core::Params;
+use tiermux_core::{DeviceRole, Params};
 
 use crate::workload::{volume_blocks_needed, Pattern, Schedule, WorkloadSpec};
 use tiermux_device::DeviceModel;
@@ -71,6 +71,11 @@ pub struct SimConfig {
     /// Blocks of the first device the policy may use (the cache size).
     #[serde(default = "default_cache_blocks")]
     pub cache_blocks: u64,
+    /// What each device is for (cache, tier, home), fastest first; default:
+    /// every device caches the next and the last is home (as in the
+    /// engine's volume configs).
+    #[serde(default)]
+    pub roles: Vec<DeviceRole>,
     /// Blocks each device after the first offers, for hierarchies of three
     /// or more devices (one number per device but the first and the last;
     /// default: the whole volume).
@@ -133,6 +138,7 @@ impl Default for SimConfig {
             params: BTreeMap::new(),
             block_size: default_block_size(),
             cache_blocks: default_cache_blocks(),
+            roles: Vec::new(),
             middle_device_blocks: Vec::new(),
             volume_blocks: None,
             workload: WorkloadSpec::default(),
@@ -288,6 +294,17 @@ impl SimConfig {
         check("cache_blocks", c.cache_blocks >= 1, || {
             "must be at least 1".into()
         })?;
+        check(
+            "roles",
+            c.roles.is_empty() || c.roles.len() == c.devices.len(),
+            || {
+                format!(
+                    "gives {} roles for {} devices",
+                    c.roles.len(),
+                    c.devices.len()
+                )
+            },
+        )?;
         check(
             "middle_device_blocks",
             c.middle_device_blocks.is_empty()
@@ -472,8 +489,8 @@ impl SimConfig {
 
 /// The volume a configuration describes: the first device offers
 /// `cache_blocks`, the middle ones `middle_device_blocks` (default: the
-/// whole volume), the last the whole volume; every device caches the next
-/// and the last is home.
+/// whole volume), the last the whole volume; roles as `roles` says (by
+/// default every device caches the next and the last is home).
 pub fn volume_spec(
     c: &SimConfig,
     devices: &[(String, DeviceModel)],
@@ -485,7 +502,11 @@ pub fn volume_spec(
         devices: devices
             .iter()
             .enumerate()
-            .zip(tiermux_core::DeviceRole::defaults(devices.len()))
+            .zip(if c.roles.is_empty() {
+                DeviceRole::defaults(devices.len())
+            } else {
+                c.roles.clone()
+            })
             .map(|((i, (name, _)), role)| tiermux_core::policy::DeviceSpec {
                 name: name.clone(),
                 capacity_blocks: if i == 0 {
@@ -570,5 +591,27 @@ mod tests {
             }),
             "params.stepp"
         );
+        assert_eq!(bad(&|c| c.roles = vec![DeviceRole::Home]), "roles");
+        // Two home devices: the policy refuses the volume.
+        assert_eq!(
+            bad(&|c| c.roles = vec![DeviceRole::Home, DeviceRole::Home]),
+            "policy"
+        );
+    }
+
+    #[test]
+    fn roles_name_the_home_device() {
+        let mut c = SimConfig {
+            policy: "passthrough".into(),
+            ..SimConfig::default()
+        };
+        c.roles = vec![DeviceRole::Home, DeviceRole::Cache];
+        let r = c.resolve().unwrap();
+        let v = volume_spec(&c, &r.devices, r.volume_blocks);
+        assert_eq!(v.home(), Some(0));
+        let res = crate::run(&c).unwrap();
+        // Pass-through serves everything from the home device, here the
+        // first one.
+        assert!(res.devices[0].ops_per_s > 0.0 && res.devices[1].ops_per_s == 0.0);
     }
 }

@@ -5,13 +5,15 @@
 //! read; a deliberately broken policy shows that it does.
 
 use proptest::prelude::*;
-const PERF: u8 = 0;
-const CAP: u8 = 1;
 use tiermux_core::policy::Ctx;
 use tiermux_core::{Access, Op, Outcome, Policy};
 use tiermux_sim::sim::{SimError, Simulator};
 use tiermux_sim::workload::{Pattern, WorkloadSpec};
 use tiermux_sim::{run, ClientSpec, SimConfig};
+
+/// The broken test policy's cache and home devices.
+const PERF: u8 = 0;
+const CAP: u8 = 1;
 
 fn pattern(kind: u8, theta: f64) -> Pattern {
     match kind {

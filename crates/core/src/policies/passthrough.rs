@@ -11,19 +11,17 @@ use crate::types::{Access, Outcome};
 /// Registry entry.
 pub const REGISTERED: Registered = Registered {
     name: "passthrough",
-    summary: "no placement: every access goes to the last (home) device",
+    summary: "no placement: every access goes to the home device",
     build,
 };
 
 fn build(_p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, PolicyError> {
-    if vol.devices.is_empty() {
-        return Err(PolicyError::Volume {
-            policy: "passthrough".into(),
-            message: "needs at least one device".into(),
-        });
-    }
+    let home = vol.home().ok_or_else(|| PolicyError::Volume {
+        policy: "passthrough".into(),
+        message: "needs a device with the role 'home'".into(),
+    })?;
     Ok(Box::new(Passthrough {
-        home: (vol.devices.len() - 1) as u8,
+        home,
         vol_blocks: vol.num_blocks,
     }))
 }

@@ -31,6 +31,30 @@ enum Event {
     Timer { deadline_ns: u64, token: u64 },
 }
 
+/// An event at its time; ordered by (time, submission order) only.
+struct Scheduled {
+    t: u64,
+    seq: u64,
+    ev: Event,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
+}
+
 /// Counters of a simulated reactor.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SimReactorStats {
@@ -51,9 +75,7 @@ pub struct SimReactor {
     max_delay_ns: u64,
     queued: Vec<Event>,
     /// Submitted events by (completion time, submission order).
-    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
-    slots: Vec<Option<Event>>,
-    free: Vec<usize>,
+    heap: BinaryHeap<Reverse<Scheduled>>,
     seq: u64,
     crashed: bool,
     wake: Arc<OwnedFd>,
@@ -72,8 +94,6 @@ impl SimReactor {
             max_delay_ns,
             queued: Vec::new(),
             heap: BinaryHeap::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
             seq: 0,
             crashed: false,
             wake: new_eventfd(true)?,
@@ -92,18 +112,12 @@ impl SimReactor {
                 Event::File(_) => self.now_ns + 1 + self.rng.below(self.max_delay_ns),
                 Event::Timer { deadline_ns, .. } => (*deadline_ns).max(self.now_ns),
             };
-            let slot = match self.free.pop() {
-                Some(s) => {
-                    self.slots[s] = Some(ev);
-                    s
-                }
-                None => {
-                    self.slots.push(Some(ev));
-                    self.slots.len() - 1
-                }
-            };
             self.seq += 1;
-            self.heap.push(Reverse((t, self.seq, slot)));
+            self.heap.push(Reverse(Scheduled {
+                t,
+                seq: self.seq,
+                ev,
+            }));
         }
     }
 }
@@ -151,7 +165,7 @@ impl Reactor for SimReactor {
     fn wait(&mut self, deadline_ns: Option<u64>, out: &mut Vec<Completion>) -> io::Result<()> {
         assert!(!self.crashed, "the simulated process has crashed");
         self.submit_queued();
-        let Some(&Reverse((t, _, slot))) = self.heap.peek() else {
+        let Some(t) = self.heap.peek().map(|e| e.0.t) else {
             return match deadline_ns {
                 Some(d) => {
                     self.now_ns = self.now_ns.max(d);
@@ -168,10 +182,8 @@ impl Reactor for SimReactor {
                 return Ok(());
             }
         }
-        self.heap.pop();
+        let ev = self.heap.pop().expect("peeked").0.ev;
         self.now_ns = self.now_ns.max(t);
-        let ev = self.slots[slot].take().expect("event in its slot");
-        self.free.push(slot);
         match ev {
             Event::File(job) => {
                 self.stats.file_ops += 1;
@@ -207,8 +219,7 @@ impl Reactor for SimReactor {
                 self.stats.crash_writes_lost += 1;
             }
         }
-        while let Some(Reverse((_, _, slot))) = self.heap.pop() {
-            let ev = self.slots[slot].take().expect("event in its slot");
+        while let Some(Reverse(Scheduled { ev, .. })) = self.heap.pop() {
             if let Event::File(job) = ev {
                 if matches!(job.op, FileOp::Write { .. }) {
                     if self.rng.below(2) == 0 {

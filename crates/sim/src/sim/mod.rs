@@ -189,7 +189,14 @@ impl Simulator {
         let content = (0..r.devices.len())
             .map(|d| vec![0u32; policy.address_space(d) as usize])
             .collect();
-        let home = (r.devices.len() - 1) as u8;
+        let home = volume_spec(cfg, &r.devices, r.volume_blocks)
+            .home()
+            .ok_or_else(|| {
+                SimError::Config(ConfigError::new(
+                    "roles",
+                    "the simulator needs a device with the role 'home'",
+                ))
+            })?;
         let dispatcher = Dispatcher::new(policy, home);
         let devices: Vec<SimDevice> = r
             .devices

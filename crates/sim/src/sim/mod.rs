@@ -129,14 +129,25 @@ fn slab_insert<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
     }
 }
 
+/// The version checker's state of one block.
+#[derive(Clone, Copy, Debug, Default)]
+struct Versions {
+    /// Versions written (submitted) so far.
+    issued: u32,
+    /// The newest version whose write was acknowledged.
+    acked: u32,
+}
+
 /// A simulation in progress.
 pub struct Simulator {
     r: Resolved,
     dispatcher: Dispatcher,
     devices: Vec<SimDevice>,
     content: Vec<Vec<u32>>,
-    issued: Vec<u32>,
-    acked: Vec<u32>,
+    /// Per block: the versions written and acknowledged so far, side by side
+    /// so that an access's submission and acknowledgement touch one cache
+    /// line.
+    versions: Vec<Versions>,
     workload: Workload,
     events: BinaryHeap<Reverse<Event>>,
     seq: u64,
@@ -216,8 +227,7 @@ impl Simulator {
             dispatcher,
             devices,
             content,
-            issued: vec![0; r.volume_blocks as usize],
-            acked: vec![0; r.volume_blocks as usize],
+            versions: vec![Versions::default(); r.volume_blocks as usize],
             workload,
             events: BinaryHeap::new(),
             seq: 0,
@@ -391,10 +401,10 @@ impl Simulator {
             let b = block as usize;
             let (version, min_version) = match g.op {
                 Op::Write => {
-                    self.issued[b] += 1;
-                    (self.issued[b], 0)
+                    self.versions[b].issued += 1;
+                    (self.versions[b].issued, 0)
                 }
-                Op::Read => (0, self.acked[b]),
+                Op::Read => (0, self.versions[b].acked),
             };
             let sub = Sub {
                 req: rid,
@@ -487,7 +497,7 @@ impl Simulator {
         match op {
             Op::Read => {
                 self.reads_checked += 1;
-                if (payload < s.min_version || payload > self.issued[b]) && self.violation.is_none()
+                if (payload < s.min_version || payload > self.versions[b].issued) && self.violation.is_none()
                 {
                     {
                         self.violation = Some(format!(
@@ -496,14 +506,14 @@ impl Simulator {
                             self.now,
                             s.block,
                             s.min_version,
-                            self.issued[b]
+                            self.versions[b].issued
                         ));
                     }
                 }
             }
             Op::Write => {
-                if s.version > self.acked[b] {
-                    self.acked[b] = s.version;
+                if s.version > self.versions[b].acked {
+                    self.versions[b].acked = s.version;
                 }
             }
         }

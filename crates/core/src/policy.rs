@@ -95,13 +95,7 @@ impl VolumeSpec {
     /// devices that allocate locations among the first
     /// [`crate::map::LOC_DEVICES`].
     pub fn validate(&self) -> Result<(), String> {
-        if self.devices.is_empty() || self.devices.len() > crate::types::MAX_DEVICES {
-            return Err(format!(
-                "a volume has 1 to {} devices, this one has {}",
-                crate::types::MAX_DEVICES,
-                self.devices.len()
-            ));
-        }
+        check_device_count(self.devices.len())?;
         if self.with_role(DeviceRole::Home).count() > 1 {
             return Err("at most one device can have the role 'home'".into());
         }
@@ -117,6 +111,19 @@ impl VolumeSpec {
         }
         Ok(())
     }
+}
+
+/// Checks that a volume of `n` devices fits the placement map (whose
+/// per-device bitmasks hold [`crate::types::MAX_DEVICES`]); the error is the
+/// one every config reader reports.
+pub fn check_device_count(n: usize) -> Result<(), String> {
+    if n == 0 || n > crate::types::MAX_DEVICES {
+        return Err(format!(
+            "a volume has 1 to {} devices (the placement map's limit), this one has {n}",
+            crate::types::MAX_DEVICES
+        ));
+    }
+    Ok(())
 }
 
 /// Read-only view of which blocks are locked by in-flight work.

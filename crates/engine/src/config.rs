@@ -275,6 +275,7 @@ fn parse_devices(
     data_dir: &Path,
 ) -> Result<Vec<DeviceConfig>, ConfigError> {
     let n = f.device.len();
+    tiermux_core::policy::check_device_count(n).map_err(|e| cerr("device", e))?;
     let mut devices = Vec::new();
     for (i, d) in f.device.iter().enumerate() {
         let field = format!("device[{i}] ({})", d.name);
@@ -390,6 +391,10 @@ write_mode = "wb"
 
     #[test]
     fn errors_name_the_field() {
+        let extra: String = (0..8)
+            .map(|i| format!("[[device]]\nname = \"d{i}\"\npath = \"d{i}\"\nsize = \"1MiB\"\n"))
+            .collect();
+        let nine_devices = extra + "[[device]]\nname = \"slow\"";
         let cases = [
             (
                 GOOD.replace("size = \"256KiB\"\n", ""),
@@ -418,6 +423,10 @@ write_mode = "wb"
             (
                 GOOD.replace("[policy]", "colour = 3\n[policy]"),
                 "unknown field `colour`",
+            ),
+            (
+                GOOD.replace("[[device]]\nname = \"slow\"", &nine_devices),
+                "a volume has 1 to 8 devices (the placement map's limit), this one has 10",
             ),
         ];
         for (text, want) in cases {

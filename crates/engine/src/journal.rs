@@ -382,15 +382,13 @@ impl Metadata {
         if self.checkpointing.is_some() {
             return Ok(());
         }
+        // Every record of the old generation is durable before the switch:
+        // a `FLUSH` syncs only the current journal, and recovery refuses a
+        // damaged generation followed by another.
+        let old = journal_path(&self.dir, self.generation);
+        self.journal.sync_data().map_err(io_err(&old))?;
         let new_generation = self.generation + 1;
-        let jpath = journal_path(&self.dir, new_generation);
-        let journal = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&jpath)
-            .map_err(io_err(&jpath))?;
-        self.journal = journal;
+        self.journal = create_journal(&self.dir, new_generation)?;
         self.generation = new_generation;
         self.journal_len = 0;
         self.records_in_generation = 0;
@@ -536,13 +534,29 @@ fn compact(
         let json = serde_json::to_vec_pretty(shape).expect("shape serializes");
         write_atomically(dir, "volume.json", &json)?;
     }
-    let jpath = journal_path(dir, generation);
-    OpenOptions::new()
+    create_journal(dir, generation)
+}
+
+/// Creates journal generation `g` (empty) and makes its directory entry
+/// durable, so that a synced journal never vanishes in a power cut.
+fn create_journal(dir: &Path, g: u64) -> Result<File, MetaError> {
+    let jpath = journal_path(dir, g);
+    let f = OpenOptions::new()
         .create(true)
         .truncate(true)
         .write(true)
         .open(&jpath)
-        .map_err(io_err(&jpath))
+        .map_err(io_err(&jpath))?;
+    sync_dir(dir)?;
+    Ok(f)
+}
+
+/// Makes the directory's entries (files created, renamed or removed)
+/// durable.
+fn sync_dir(dir: &Path) -> Result<(), MetaError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
 }
 
 /// The bytes of journal generation `g`, or `None` when it does not exist.
@@ -604,9 +618,7 @@ fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), MetaErro
         f.sync_all().map_err(io_err(&tmp))?;
     }
     std::fs::rename(&tmp, &dst).map_err(io_err(&dst))?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err(dir))
+    sync_dir(dir)
 }
 
 fn write_checkpoint(

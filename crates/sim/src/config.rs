@@ -258,11 +258,8 @@ impl SimConfig {
                 c.devices.len()
             )
         })?;
-        check(
-            "devices",
-            c.devices.len() <= tiermux_core::types::MAX_DEVICES,
-            || format!("at most {} devices", tiermux_core::types::MAX_DEVICES),
-        )?;
+        tiermux_core::policy::check_device_count(c.devices.len())
+            .map_err(|e| ConfigError::new("devices", e))?;
         let mut devices = Vec::new();
         for (i, name) in c.devices.iter().enumerate() {
             let spec = lookup_profile(name, &c.profiles).ok_or_else(|| {

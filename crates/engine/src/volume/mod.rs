@@ -596,8 +596,16 @@ impl Volume {
 
     /// Closes the volume cleanly: waits for in-flight work (the caller must
     /// have stopped submitting and keep the loop running until
-    /// [`Volume::is_idle`]), then writes a final checkpoint.
+    /// [`Volume::is_idle`]), makes every device's data durable, then
+    /// writes a final checkpoint (whose entries point at that data).
     pub fn close(&mut self) -> Result<(), crate::journal::MetaError> {
+        for d in &self.devices {
+            d.sync_data()
+                .map_err(|source| crate::journal::MetaError::Io {
+                    path: d.path.clone(),
+                    source,
+                })?;
+        }
         self.meta.close()
     }
 

@@ -497,7 +497,8 @@ impl Simulator {
         match op {
             Op::Read => {
                 self.reads_checked += 1;
-                if (payload < s.min_version || payload > self.versions[b].issued) && self.violation.is_none()
+                if (payload < s.min_version || payload > self.versions[b].issued)
+                    && self.violation.is_none()
                 {
                     {
                         self.violation = Some(format!(

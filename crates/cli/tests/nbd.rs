@@ -3,8 +3,8 @@
 //! test that kills the server at random moments of a write-back workload,
 //! and malformed traffic.
 //!
-//! The clients come from the Debian packages libnbd-bin, qemu-utils and
-//! fio, which `.ci/run` installs. Without them these tests fail (set
+//! The clients come from the Debian packages libnbd-bin, python3-libnbd,
+//! qemu-utils and fio, which `.ci/run` installs. Without them these tests fail (set
 //! TIERMUX_SKIP_NBD_CLIENTS=1 to skip the ones that need them).
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -160,7 +160,7 @@ fn have_tools(tools: &[&str]) -> bool {
         eprintln!("skipped: missing {missing:?}");
         return false;
     }
-    panic!("missing {missing:?}: install libnbd-bin, qemu-utils and fio (bash .ci/run does), or set TIERMUX_SKIP_NBD_CLIENTS=1");
+    panic!("missing {missing:?}: install libnbd-bin, python3-libnbd, qemu-utils and fio (bash .ci/run does), or set TIERMUX_SKIP_NBD_CLIENTS=1");
 }
 
 fn run(cmd: &mut Command) -> String {
@@ -272,6 +272,23 @@ fn real_clients_read_what_they_wrote() {
         "--verify_fatal=1",
     ]));
     assert!(out.contains("err= 0"), "{out}");
+    s.stop();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Protocol conformance with libnbd's Python binding (`nbd/conformance.py`):
+/// FUA on every command, write-zeroes and trim above the 32 MiB request
+/// limit, zeros read back, FAST_ZERO refused with ENOTSUP.
+#[test]
+fn libnbd_conformance() {
+    if !have_tools(&["nbdsh"]) {
+        return;
+    }
+    let dir = data_dir("conformance");
+    let s = Served::start(&dir);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nbd/conformance.py");
+    let out = run(Command::new("/usr/bin/python3").arg(&script).arg(s.uri()));
+    assert!(out.contains("conformance ok"), "{out}");
     s.stop();
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -50,7 +50,8 @@ pub const TRANSMISSION_FLAGS: u16 = 1 // HAS_FLAGS
     | (1 << 3) // SEND_FUA
     | (1 << 5) // SEND_TRIM
     | (1 << 6) // SEND_WRITE_ZEROES
-    | (1 << 8); // CAN_MULTI_CONN
+    | (1 << 8) // CAN_MULTI_CONN
+    | (1 << 11); // SEND_FAST_ZERO
 
 /// Largest option payload accepted during the handshake, bytes.
 pub const MAX_OPTION_BYTES: u32 = 64 << 10;
@@ -72,6 +73,9 @@ pub const CMD_WRITE_ZEROES: u16 = 6;
 pub const CMD_FLAG_FUA: u16 = 1;
 /// Command flag: do not punch a hole (write zeroes).
 pub const CMD_FLAG_NO_HOLE: u16 = 2;
+/// Command flag: fail at once with `ENOTSUP` unless zeroing is faster than
+/// writing zeros (write zeroes).
+pub const CMD_FLAG_FAST_ZERO: u16 = 1 << 4;
 
 /// Errno values of replies.
 pub mod errno {

@@ -648,14 +648,23 @@ enum Decoded {
 /// its flags and its range.
 fn decode(h: &RequestHeader, payload: Option<Vec<u8>>, vol: &Volume) -> Decoded {
     let fua = h.flags & proto::CMD_FLAG_FUA != 0;
+    // FUA is valid on every command (a read, flush or trim has nothing
+    // more to make durable).
     let allowed = match h.kind {
-        proto::CMD_WRITE => proto::CMD_FLAG_FUA,
-        proto::CMD_WRITE_ZEROES => proto::CMD_FLAG_FUA | proto::CMD_FLAG_NO_HOLE | (1 << 4),
-        _ => 0,
+        proto::CMD_WRITE_ZEROES => {
+            proto::CMD_FLAG_FUA | proto::CMD_FLAG_NO_HOLE | proto::CMD_FLAG_FAST_ZERO
+        }
+        _ => proto::CMD_FLAG_FUA,
     };
     if h.flags & !allowed != 0 {
         let why = format!("flags {:#x} not valid for command {}", h.flags, h.kind);
         return Decoded::Bad(errno::EINVAL, why);
+    }
+    if h.flags & proto::CMD_FLAG_FAST_ZERO != 0 {
+        // Zeroing writes zeros like any write: never faster, so a client
+        // asking for fast zeroing is told at once to write them itself.
+        let why = "write-zeroes is no faster than writing zeros here".to_string();
+        return Decoded::Bad(errno::ENOTSUP, why);
     }
     let (offset, len) = (h.offset, h.length);
     let req = match h.kind {
@@ -671,7 +680,11 @@ fn decode(h: &RequestHeader, payload: Option<Vec<u8>>, vol: &Volume) -> Decoded 
         proto::CMD_DISC => return Decoded::Disconnect,
         other => return Decoded::Bad(errno::EINVAL, format!("unknown command {other}")),
     };
-    match vol.check_range(offset, len as u64) {
+    let checked = match h.kind {
+        proto::CMD_WRITE_ZEROES | proto::CMD_TRIM => vol.check_extent(offset, len as u64),
+        _ => vol.check_range(offset, len as u64),
+    };
+    match checked {
         Ok(()) => Decoded::Request(req),
         Err(e) => Decoded::Bad(
             proto::protocol_errno(e),

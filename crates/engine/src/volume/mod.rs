@@ -292,16 +292,51 @@ impl Volume {
         self.next_tick_ns
     }
 
-    /// Checks a request's range: `Err(errno)` when it is out of bounds or
-    /// too large.
+    /// Checks a read's or write's range: `Err(errno)` when it is out of
+    /// bounds or larger than [`MAX_REQUEST_BYTES`].
     pub fn check_range(&self, offset: u64, len: u64) -> Result<(), i32> {
         if len > MAX_REQUEST_BYTES as u64 {
             return Err(rustix::io::Errno::OVERFLOW.raw_os_error());
         }
+        self.check_extent(offset, len)
+    }
+
+    /// Checks a write-zeroes' or trim's range (any length): `Err(errno)`
+    /// when it is out of bounds.
+    pub fn check_extent(&self, offset: u64, len: u64) -> Result<(), i32> {
         match offset.checked_add(len) {
             Some(end) if end <= self.cfg.size_bytes => Ok(()),
             _ => Err(rustix::io::Errno::NOSPC.raw_os_error()),
         }
+    }
+
+    /// Starts zeroing `len` bytes at `offset`, the first part of at most
+    /// [`MAX_REQUEST_BYTES`]; `end_batch` starts each next part.
+    fn start_zeroes(
+        &mut self,
+        id: u64,
+        offset: u64,
+        len: u64,
+        fua: bool,
+        started_ns: u64,
+        r: &mut dyn Reactor,
+    ) {
+        let now = started_ns;
+        if len == 0 {
+            self.finish_now(id, Op::Write, 0, now);
+            return;
+        }
+        let bs = self.cfg.block_size as u64;
+        // Parts after the first start on a block boundary, so that only the
+        // first and the last need read-modify-write.
+        let part = len.min(MAX_REQUEST_BYTES as u64 - offset % bs);
+        // Only the last part syncs for FUA.
+        let part_fua = fua && part == len;
+        let mut req = Req::new(id, Op::Write, offset, part as u32, None, part_fua, bs, now);
+        req.zero_rest = len - part;
+        req.fua_rest = fua;
+        let idx = self.reqs.insert(req);
+        self.try_start(idx, r);
     }
 
     /// Starts a request. Range errors finish it at once with an errno.
@@ -315,9 +350,16 @@ impl Volume {
                 let len = data.len().min(u32::MAX as usize) as u32;
                 (Op::Write, offset, len, Some(data), fua, false)
             }
-            Request::WriteZeroes { offset, len, fua } => (Op::Write, offset, len, None, fua, false),
+            Request::WriteZeroes { offset, len, fua } => {
+                if let Err(errno) = self.check_extent(offset, len as u64) {
+                    self.finish_now(id, Op::Write, errno, now);
+                    return;
+                }
+                self.start_zeroes(id, offset, len as u64, fua, now, r);
+                return;
+            }
             Request::Trim { offset, len } => {
-                let error = self.check_range(offset, len as u64).err().unwrap_or(0);
+                let error = self.check_extent(offset, len as u64).err().unwrap_or(0);
                 self.finish_now(id, Op::Write, error, now);
                 return;
             }
@@ -530,62 +572,108 @@ impl Volume {
     ) -> Result<(), crate::journal::MetaError> {
         self.meta.commit()?;
         let now = r.now_ns();
-        let bs = self.cfg.block_size as u64;
         let finished = std::mem::take(&mut self.finished);
         let mut freed_rmw = false;
+        let mut started_parts = false;
         for idx in finished {
             let req = self.reqs.get_mut(idx).expect("finished request");
             if req.phase == Phase::Sync && req.pending == u32::MAX {
                 self.start_sync(idx, r);
                 continue;
             }
-            let req = self.reqs.get_mut(idx).expect("finished request");
-            req.replied = true;
-            let buf = std::mem::replace(&mut req.buf, AlignedBuf::zeroed(0));
-            let rmw_blocks = std::mem::take(&mut req.rmw_blocks);
-            let (id, error, op, len, offset, first_block, kind_flush, nblocks, started_ns) = (
-                req.id,
-                req.error,
-                req.op,
-                req.len,
-                req.offset,
-                req.first_block,
-                req.kind_flush,
-                req.nblocks,
-                req.started_ns,
-            );
-            if req.open_flights == 0 {
-                self.reqs.remove(idx);
+            if req.zero_rest > 0 && req.error == 0 {
+                freed_rmw |= self.next_zero_part(idx, r);
+                started_parts = true;
+                continue;
             }
-            for b in rmw_blocks.into_iter().flatten() {
-                if let Some(c) = self.rmw_busy.get_mut(&b) {
-                    *c -= 1;
-                    if *c == 0 {
-                        self.rmw_busy.remove(&b);
-                    }
-                    freed_rmw = true;
-                }
-            }
-            self.stats.requests += 1;
-            self.obs.client_op(op, len as u64, now - started_ns);
-            let is_read = op == Op::Read && !kind_flush && nblocks > 0;
-            out.push(Done {
-                id,
-                error,
-                data_offset: (offset - first_block * bs) as usize,
-                len,
-                data: (is_read && error == 0).then_some(buf),
-            });
+            let (done, freed) = self.reply(idx, now);
+            freed_rmw |= freed;
+            out.push(done);
         }
         if freed_rmw {
             let blocked: Vec<usize> = self.blocked.drain(..).collect();
             for idx in blocked {
                 self.try_start(idx, r);
             }
-            // Starting them may have finished or queued more work.
+        }
+        if freed_rmw || started_parts {
+            // Starting requests queued metadata their I/O must not overtake.
             self.meta.commit()?;
         }
         Ok(())
+    }
+
+    /// A part of a large write-zeroes finished: starts the next one. True
+    /// when the part released read-modify-write blocks others may wait for.
+    fn next_zero_part(&mut self, idx: usize, r: &mut dyn Reactor) -> bool {
+        let req = self.reqs.get_mut(idx).expect("finished request");
+        req.replied = true;
+        let rmw_blocks = std::mem::take(&mut req.rmw_blocks);
+        let (id, next, rest, fua, t0) = (
+            req.id,
+            req.offset + req.len as u64,
+            req.zero_rest,
+            req.fua_rest,
+            req.started_ns,
+        );
+        if req.open_flights == 0 {
+            self.reqs.remove(idx);
+        }
+        let freed = self.release_rmw(rmw_blocks);
+        self.start_zeroes(id, next, rest, fua, t0, r);
+        freed
+    }
+
+    /// Releases a finished request's read-modify-write blocks; true when
+    /// another request may have been waiting for one of them.
+    fn release_rmw(&mut self, rmw_blocks: [Option<u64>; 2]) -> bool {
+        let mut freed = false;
+        for b in rmw_blocks.into_iter().flatten() {
+            if let Some(c) = self.rmw_busy.get_mut(&b) {
+                *c -= 1;
+                if *c == 0 {
+                    self.rmw_busy.remove(&b);
+                }
+                freed = true;
+            }
+        }
+        freed
+    }
+
+    /// The reply to a finished request; also says whether it released
+    /// read-modify-write locks other requests may wait for.
+    fn reply(&mut self, idx: usize, now: u64) -> (Done, bool) {
+        let bs = self.cfg.block_size as u64;
+        let req = self.reqs.get_mut(idx).expect("finished request");
+        req.replied = true;
+        let buf = std::mem::replace(&mut req.buf, AlignedBuf::zeroed(0));
+        let rmw_blocks = std::mem::take(&mut req.rmw_blocks);
+        let (id, error, op, len, offset, first_block, kind_flush, nblocks, started_ns) = (
+            req.id,
+            req.error,
+            req.op,
+            req.len,
+            req.offset,
+            req.first_block,
+            req.kind_flush,
+            req.nblocks,
+            req.started_ns,
+        );
+        if req.open_flights == 0 {
+            self.reqs.remove(idx);
+        }
+        let freed_rmw = self.release_rmw(rmw_blocks);
+        self.stats.requests += 1;
+        self.obs.client_op(op, len as u64, now - started_ns);
+        let is_read = op == Op::Read && !kind_flush && nblocks > 0;
+        let done = Done {
+            id,
+            error,
+            data_offset: (offset - first_block * bs) as usize,
+            len,
+            data: (is_read && error == 0).then_some(buf),
+        };
+        (done, freed_rmw)
     }
 
     /// Commits the metadata records queued since the last commit (the

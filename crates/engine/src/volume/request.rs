@@ -43,7 +43,9 @@ pub enum Request {
         /// Force unit access.
         fua: bool,
     },
-    /// Write `len` zero bytes at `offset`.
+    /// Write `len` zero bytes at `offset` (any length within the volume:
+    /// done in parts of at most [`super::MAX_REQUEST_BYTES`], one after
+    /// another).
     WriteZeroes {
         /// Byte offset.
         offset: u64,
@@ -54,7 +56,8 @@ pub enum Request {
     },
     /// Make every acknowledged write durable.
     Flush,
-    /// Discard a range (advisory: accepted, the data stays readable).
+    /// Discard a range, of any length within the volume (advisory:
+    /// accepted, the data stays readable).
     Trim {
         /// Byte offset.
         offset: u64,
@@ -110,6 +113,12 @@ pub(super) struct Req {
     pub(super) open_flights: u32,
     /// The reply was handed out.
     pub(super) replied: bool,
+    /// For a write-zeroes larger than [`super::MAX_REQUEST_BYTES`]: bytes
+    /// still to zero after this part (each part starts when the one before
+    /// finishes, so one part's buffer is held at a time).
+    pub(super) zero_rest: u64,
+    /// For such a write-zeroes: whether the whole request asked for FUA.
+    pub(super) fua_rest: bool,
 }
 
 impl Req {
@@ -165,6 +174,8 @@ impl Req {
             started_ns: now_ns,
             open_flights: 0,
             replied: false,
+            zero_rest: 0,
+            fua_rest: false,
         }
     }
 
@@ -187,6 +198,8 @@ impl Req {
             started_ns: now_ns,
             open_flights: 0,
             replied: false,
+            zero_rest: 0,
+            fua_rest: false,
         }
     }
 }

@@ -24,8 +24,8 @@ struct Ready {
 /// Opens the volume for `cfg`, builds its reactor and binds its listener.
 fn open(cfg: &VolumeConfig) -> Result<Ready> {
     precise_timers();
-    let reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
-    let vol = Volume::open(cfg, reactor.as_ref())?;
+    let mut reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
+    let vol = Volume::open(cfg, reactor.as_mut())?;
     let mut server = Server::new(
         cfg.listen.clone(),
         Export {
@@ -186,6 +186,12 @@ fn log_start(vol: &Volume, reactor_kind: &str, cfg: &VolumeConfig) {
             "tiermux: recovered {} placed blocks ({} from the checkpoint, {} journal records, {} torn bytes dropped) in {:.1} ms",
             rec.entries, rec.checkpoint_entries, rec.journal_records, rec.discarded_bytes, rec.elapsed_ms
         );
+        if rec.rebooted {
+            eprintln!(
+                "tiermux: the machine rebooted since the last run: recovered the state of the last durable mark, {} later journal records not replayed (writes acknowledged before the last completed FLUSH or with FUA are all there)",
+                rec.unmarked_records
+            );
+        }
     }
 }
 
@@ -206,7 +212,7 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         })
         .collect();
     eprintln!(
-        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit)",
+        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device errors",
         st.requests,
         stats.connections,
         stats.bad_requests,
@@ -215,6 +221,9 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         st.read_misses,
         per_device.join(", "),
         records,
-        checkpoints
+        checkpoints,
+        st.marks,
+        st.writes_held,
+        st.device_errors
     );
 }

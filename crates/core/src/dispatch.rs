@@ -66,7 +66,9 @@ pub struct Decided {
     pub own: Option<std::ops::Range<u64>>,
     /// Devices the plan writes (bit per device).
     pub written_devices: u8,
-    /// Every changed block with its entry before and after the change.
+    /// Every changed block with its entry before and after the change, and
+    /// the decision's own blocks when the plan writes a device other than
+    /// home (their copies there may be overwritten in place, unchanged).
     pub changes: Vec<(u64, Entry, Entry)>,
 }
 
@@ -277,14 +279,28 @@ impl Dispatcher {
             return;
         }
         self.map.take_changes(&mut self.change_buf);
+        // A plan that writes copies of its own blocks in place changes no
+        // entry, but a driver persisting the map must know those copies are
+        // being overwritten: such blocks are reported unchanged.
+        let home_bit = 1u8 << self.map.home();
+        let in_place = match &own {
+            Some(range) if written_devices & !home_bit != 0 => range.clone(),
+            _ => 0..0,
+        };
+        for b in in_place {
+            if !self.change_buf.iter().any(|&(c, _)| c == b) {
+                self.change_buf.push((b, self.map.get(b)));
+            }
+        }
         if self.change_buf.is_empty() {
             return;
         }
+        let own_range = own.clone().unwrap_or(0..0);
         let changes = self
             .change_buf
             .drain(..)
             .map(|(b, old)| (b, old, self.map.get(b)))
-            .filter(|(_, old, new)| old != new)
+            .filter(|(b, old, new)| old != new || own_range.contains(b))
             .collect::<Vec<_>>();
         if !changes.is_empty() {
             self.events.push_back(MapEvent::Decided(Decided {

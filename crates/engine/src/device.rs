@@ -120,12 +120,6 @@ impl Device {
         self.layers.iter().map(|l| l.describe()).collect()
     }
 
-    /// Makes the device's written data durable (a blocking `fdatasync`,
-    /// for a clean shutdown).
-    pub fn sync_data(&self) -> std::io::Result<()> {
-        self.file.sync_data()
-    }
-
     /// The file descriptor I/O is submitted on.
     pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()

@@ -22,21 +22,26 @@
 //! upgraded by the checkpoint every start writes. Other formats are refused
 //! with a message naming them.
 //!
-//! The engine decides *when* a record is written (see `volume.rs` and
+//! The engine decides *when* a record is written (see `volume/` and
 //! `ARCHITECTURE.md`); this module makes the records durable against a
 //! process crash as soon as [`Metadata::commit`] returns (they are in the
-//! kernel's page cache) and against power loss after an `fdatasync` of
-//! [`Metadata::journal_fd`] (which `FLUSH` and FUA requests issue).
+//! kernel's page cache). Against power loss, the volume appends *marks*
+//! ([`Metadata::append_mark`]) after syncing the data devices, and syncs the
+//! journal: after a reboot (the `boot` file names another boot than the
+//! kernel's), recovery replays only the records below the last durable mark,
+//! and [`Metadata::quarantined`] says which device places must not be
+//! written until a mark covers the record that dropped or relied on them.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use tiermux_core::map::BlockMap;
+use tiermux_core::map::{BlockMap, LOC_DEVICES};
+
+use crate::reactor::Reactor;
 use tiermux_core::{Entry, PlacementMap};
 
 /// The metadata format this engine writes.
@@ -202,6 +207,12 @@ pub struct Recovery {
     pub journal_records: u64,
     /// Bytes of torn or stale journal tail discarded.
     pub discarded_bytes: u64,
+    /// Records after the last mark, not replayed because the machine
+    /// rebooted since they were written (see [`Metadata::append_mark`]).
+    pub unmarked_records: u64,
+    /// True when the machine rebooted since the metadata was last written
+    /// (a power cut, or a crash of the whole machine).
+    pub rebooted: bool,
     /// Non-default entries after recovery.
     pub entries: u64,
     /// Wall-clock time of recovery, including the compacting checkpoint, ms.
@@ -235,16 +246,47 @@ pub struct Metadata {
     pub records_written: u64,
     /// Checkpoints completed since opening.
     pub checkpoints: u64,
+    /// Places (device, address) whose copies records dropped, moved or
+    /// relied on, with the sequence number of the latest such record;
+    /// writing there waits until a mark covers it.
+    quarantine: HashMap<(u8, u64), u64>,
+    /// The same releases in sequence order, to lift them mark by mark.
+    releases: std::collections::VecDeque<(u64, u8, u64)>,
+    /// Records below this sequence number are covered by a completed mark.
+    marked_seq: u64,
+    /// The data devices a checkpoint must sync before it is written.
+    data_fds: Vec<std::os::fd::RawFd>,
+}
+
+/// The block number of a mark record (no block has it).
+const MARK_BLOCK: u64 = u64::MAX;
+
+/// The entry of a mark record covering records below `seq`.
+fn mark_entry(seq: u64) -> Entry {
+    Entry {
+        loc: [seq as u32, (seq >> 32) as u32, 0],
+        ..Entry::default()
+    }
+}
+
+/// The sequence number a mark record covers up to.
+fn mark_seq(e: &Entry) -> u64 {
+    e.loc[0] as u64 | (e.loc[1] as u64) << 32
 }
 
 impl Metadata {
     /// Opens (or creates) the metadata of a volume of `shape` in `dir`,
     /// recovers the map and compacts it into a fresh checkpoint. `home` is
-    /// the device of blocks without an entry.
+    /// the device of blocks without an entry; `boot_id` names the machine's
+    /// current boot ([`crate::reactor::Reactor::boot_id`]). When the
+    /// machine rebooted since the journal was written, only records covered
+    /// by its last mark are replayed. The caller syncs the data devices
+    /// first: the new checkpoint points at their data.
     pub fn open(
         dir: &Path,
         shape: &VolumeShape,
         home: u8,
+        boot_id: &str,
     ) -> Result<(Metadata, PlacementMap, Recovery), MetaError> {
         assert_eq!(shape.format, FORMAT, "new volumes use the current format");
         let t0 = Instant::now();
@@ -269,6 +311,9 @@ impl Metadata {
             rec.checkpoint_entries = entries.len() as u64;
             durable.extend(entries);
         }
+        // A directory from before boot records: its journals were written
+        // for crashes of the process only.
+        rec.rebooted = read_boot(dir)?.is_some_and(|b| b != boot_id);
         let g = replay_journals(
             dir,
             layout,
@@ -288,6 +333,7 @@ impl Metadata {
             &durable,
             upgrade.then_some(shape),
         )?;
+        write_atomically(dir, "boot", boot_id.as_bytes())?;
         rec.elapsed_ms = t0.elapsed().as_secs_f64() * 1e3;
         Ok((
             Metadata {
@@ -304,6 +350,10 @@ impl Metadata {
                 checkpointing: None,
                 records_written: 0,
                 checkpoints: 0,
+                quarantine: HashMap::new(),
+                releases: Default::default(),
+                marked_seq: next_seq,
+                data_fds: Vec::new(),
             },
             map,
             rec,
@@ -323,9 +373,11 @@ impl Metadata {
     /// nothing is queued when the durable entry is already `e`.
     pub fn record(&mut self, block: u64, e: Entry) {
         let e = strip(e);
-        if self.durable(block) == e {
+        let old = self.durable(block);
+        if old == e {
             return;
         }
+        self.note_releases(block, &old, &e);
         set_entry(&mut self.durable, self.home, block, e);
         const N: usize = CURRENT.record_bytes;
         let mut r = [0u8; N];
@@ -337,16 +389,117 @@ impl Metadata {
         self.next_seq += 1;
     }
 
+    /// Quarantines the places of every current copy in `old` when `new`
+    /// drops or moves any of them: until a mark covers the record queued
+    /// next, a power cut brings back `old`, so neither the space released
+    /// nor the copies kept may be overwritten (the kept copies must still
+    /// match the dropped ones, which `old` calls current).
+    fn note_releases(&mut self, block: u64, old: &Entry, new: &Entry) {
+        let current = old.present & !old.stale;
+        let dropped = (0..tiermux_core::types::MAX_DEVICES as u8).any(|d| {
+            let bit = 1 << d;
+            current & bit != 0
+                && (new.present & bit == 0
+                    || self.place(block, d, new) != self.place(block, d, old))
+        });
+        if !dropped {
+            return;
+        }
+        for d in 0..tiermux_core::types::MAX_DEVICES as u8 {
+            if current & (1 << d) != 0 {
+                let place = self.place(block, d, old);
+                self.quarantine.insert((d, place), self.next_seq);
+                self.releases.push_back((self.next_seq, d, place));
+            }
+        }
+    }
+
+    /// Where `e` keeps `block` on device `d`: its location on a device that
+    /// allocates locations, else the block's own address.
+    fn place(&self, block: u64, d: u8, e: &Entry) -> u64 {
+        if (d as usize) < LOC_DEVICES && d != self.home {
+            e.loc(d) as u64
+        } else {
+            block
+        }
+    }
+
+    /// True while a write at address `addr` of device `d` must wait: a
+    /// record dropped or moved a copy there, or a copy that the dropped one
+    /// matched, and no completed mark covers it yet, so a power cut could
+    /// bring back the entry that names it.
+    pub fn quarantined(&self, d: u8, addr: u64) -> bool {
+        self.quarantine
+            .get(&(d, addr))
+            .is_some_and(|&seq| seq >= self.marked_seq)
+    }
+
+    /// True when some location waits for a mark.
+    pub fn has_quarantine(&self) -> bool {
+        !self.releases.is_empty()
+    }
+
+    /// The sequence number of the next record: a mark started now covers
+    /// the records below it.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Appends a mark covering the records below `seq` and commits it.
+    ///
+    /// The caller guarantees that every device operation those records
+    /// depend on is durable (it synced the data devices after they were
+    /// committed), and syncs the journal afterwards; then, after a power
+    /// cut, recovery replays exactly the records below the last durable
+    /// mark, a state whose every location holds the data it names (see
+    /// [`Metadata::quarantined`]).
+    pub fn append_mark(&mut self, seq: u64, r: &mut dyn Reactor) -> Result<(), MetaError> {
+        assert!(seq <= self.next_seq, "a mark covers records already queued");
+        const N: usize = CURRENT.record_bytes;
+        let mut rec = [0u8; N];
+        rec[0..8].copy_from_slice(&self.next_seq.to_le_bytes());
+        CURRENT.encode_entry(
+            MARK_BLOCK,
+            &mark_entry(seq),
+            &mut rec[8..8 + CURRENT.entry_bytes],
+        );
+        let crc = crc32fast::hash(&rec[..N - 4]);
+        rec[N - 4..].copy_from_slice(&crc.to_le_bytes());
+        self.pending.extend_from_slice(&rec);
+        self.next_seq += 1;
+        self.commit(r)
+    }
+
+    /// The mark covering records below `seq` is durable: the locations
+    /// they released may be reused.
+    pub fn marked(&mut self, seq: u64) {
+        assert!(seq >= self.marked_seq, "marks complete in order");
+        self.marked_seq = seq;
+        while let Some(&(s, d, loc)) = self.releases.front() {
+            if s >= seq {
+                break;
+            }
+            self.releases.pop_front();
+            if self.quarantine.get(&(d, loc)) == Some(&s) {
+                self.quarantine.remove(&(d, loc));
+            }
+        }
+    }
+
+    /// The data devices a checkpoint syncs before it is written.
+    pub fn set_data_fds(&mut self, fds: Vec<std::os::fd::RawFd>) {
+        self.data_fds = fds;
+    }
+
     /// Writes queued records to the journal (one `pwrite`). When it returns,
     /// they survive a crash of this process. Starts a checkpoint when the
     /// journal generation is long.
-    pub fn commit(&mut self) -> Result<(), MetaError> {
+    pub fn commit(&mut self, r: &mut dyn Reactor) -> Result<(), MetaError> {
         if self.pending.is_empty() {
             return Ok(());
         }
         let path = journal_path(&self.dir, self.generation);
-        self.journal
-            .write_all_at(&self.pending, self.journal_len)
+        r.write_now(self.journal_fd(), &self.pending, self.journal_len)
             .map_err(io_err(&path))?;
         let n = (self.pending.len() / CURRENT.record_bytes) as u64;
         self.journal_len += self.pending.len() as u64;
@@ -354,7 +507,7 @@ impl Metadata {
         self.records_written += n;
         self.pending.clear();
         if self.records_in_generation >= self.checkpoint_every_records {
-            self.start_checkpoint()?;
+            self.start_checkpoint(r)?;
         }
         Ok(())
     }
@@ -377,7 +530,7 @@ impl Metadata {
 
     /// Switches to a new journal generation and writes a checkpoint of the
     /// durable map in the background (at most one at a time).
-    fn start_checkpoint(&mut self) -> Result<(), MetaError> {
+    fn start_checkpoint(&mut self, r: &mut dyn Reactor) -> Result<(), MetaError> {
         self.finish_checkpoint(false)?;
         if self.checkpointing.is_some() {
             return Ok(());
@@ -386,7 +539,12 @@ impl Metadata {
         // a `FLUSH` syncs only the current journal, and recovery refuses a
         // damaged generation followed by another.
         let old = journal_path(&self.dir, self.generation);
-        self.journal.sync_data().map_err(io_err(&old))?;
+        r.sync_now(self.journal_fd()).map_err(io_err(&old))?;
+        // The checkpoint holds entries whose data may still be in the
+        // devices' caches: make it durable first.
+        for &fd in &self.data_fds {
+            r.sync_now(fd).map_err(io_err(&self.dir))?;
+        }
         let new_generation = self.generation + 1;
         self.journal = create_journal(&self.dir, new_generation)?;
         self.generation = new_generation;
@@ -404,10 +562,10 @@ impl Metadata {
 
     /// Commits, waits for a running checkpoint and writes a final one (a
     /// clean shutdown: the next start replays nothing).
-    pub fn close(&mut self) -> Result<(), MetaError> {
-        self.commit()?;
+    pub fn close(&mut self, r: &mut dyn Reactor) -> Result<(), MetaError> {
+        self.commit(r)?;
         self.finish_checkpoint(true)?;
-        self.start_checkpoint()?;
+        self.start_checkpoint(r)?;
         self.finish_checkpoint(true)
     }
 
@@ -482,6 +640,8 @@ fn replay_journals(
     rec: &mut Recovery,
 ) -> Result<u64, MetaError> {
     let mut g = generation;
+    // Records not yet covered by a mark: (seq, block, entry).
+    let mut tail: Vec<(u64, u64, Entry)> = Vec::new();
     while let Some(bytes) = read_journal(dir, g)? {
         let mut off = 0;
         let n = layout.record_bytes;
@@ -489,7 +649,14 @@ fn replay_journals(
             let Some((block, e)) = layout.decode_record(&bytes[off..off + n], *next_seq) else {
                 break;
             };
-            set_entry(durable, home, block, e);
+            if block == MARK_BLOCK {
+                let covered = tail.partition_point(|r| r.0 < mark_seq(&e));
+                for (_, b, e) in tail.drain(..covered) {
+                    set_entry(durable, home, b, e);
+                }
+            } else {
+                tail.push((*next_seq, block, e));
+            }
             *next_seq += 1;
             rec.journal_records += 1;
             off += n;
@@ -503,7 +670,26 @@ fn replay_journals(
         }
         g += 1;
     }
+    if rec.rebooted {
+        // Records after the last mark may point at data the power cut lost,
+        // and space they released may hold other blocks' data by now.
+        rec.unmarked_records = tail.len() as u64;
+    } else {
+        for (_, b, e) in tail {
+            set_entry(durable, home, b, e);
+        }
+    }
     Ok(g)
+}
+
+/// The boot id the metadata was last opened in, if recorded.
+fn read_boot(dir: &Path) -> Result<Option<String>, MetaError> {
+    let path = dir.join("boot");
+    match std::fs::read_to_string(&path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&path)(e)),
+    }
 }
 
 /// The placement map the durable entries describe.
@@ -708,6 +894,7 @@ fn remove_journals_before(dir: &Path, generation: u64) -> Result<(), MetaError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reactor::sim::SimReactor;
     use tiermux_core::rng::Rng;
 
     fn shape() -> VolumeShape {
@@ -757,10 +944,11 @@ mod tests {
     #[test]
     fn recovers_exactly_what_was_committed_across_checkpoints() {
         let dir = tmpdir("roundtrip");
+        let mut r = SimReactor::new(1, 1, 0).unwrap();
         let mut rng = Rng::new(5);
         let mut model = PlacementMap::new(1);
         for round in 0..4 {
-            let (mut m, map, rec) = Metadata::open(&dir, &shape(), 1).unwrap();
+            let (mut m, map, rec) = Metadata::open(&dir, &shape(), 1, "boot-1").unwrap();
             assert_eq!(rec.fresh, round == 0);
             assert_eq!(as_sorted(&map), as_sorted(&model), "round {round}");
             m.checkpoint_every_records = 500;
@@ -770,15 +958,15 @@ mod tests {
                 m.record(b, e);
                 model.set(b, strip(e));
                 if i % 7 == 0 {
-                    m.commit().unwrap();
+                    m.commit(&mut r).unwrap();
                 }
             }
-            m.commit().unwrap();
+            m.commit(&mut r).unwrap();
             assert!(m.checkpoints > 0 || m.checkpointing.is_some());
             if round % 2 == 0 {
                 drop(m); // a crash: no final checkpoint
             } else {
-                m.close().unwrap();
+                m.close(&mut r).unwrap();
             }
         }
         std::fs::remove_dir_all(&dir).ok();
@@ -787,16 +975,17 @@ mod tests {
     #[test]
     fn torn_tail_is_discarded_and_uncommitted_records_lost() {
         let dir = tmpdir("torn");
-        let (mut m, _, _) = Metadata::open(&dir, &shape(), 1).unwrap();
+        let mut r = SimReactor::new(1, 1, 0).unwrap();
+        let (mut m, _, _) = Metadata::open(&dir, &shape(), 1, "boot-1").unwrap();
         let e = Entry {
             present: 0b11,
             loc: [9, 0, 0],
             ..Entry::default()
         };
         m.record(5, e);
-        m.commit().unwrap();
+        m.commit(&mut r).unwrap();
         m.record(6, e);
-        m.commit().unwrap();
+        m.commit(&mut r).unwrap();
         m.record(7, e); // never committed
         let g = m.generation;
         drop(m);
@@ -805,7 +994,7 @@ mod tests {
         let len = std::fs::metadata(&jp).unwrap().len();
         let f = OpenOptions::new().write(true).open(&jp).unwrap();
         f.set_len(len - 5).unwrap();
-        let (_, map, rec) = Metadata::open(&dir, &shape(), 1).unwrap();
+        let (_, map, rec) = Metadata::open(&dir, &shape(), 1, "boot-1").unwrap();
         assert_eq!(map.get(5), e);
         assert!(!map.has_entry(6) && !map.has_entry(7));
         assert_eq!(
@@ -850,7 +1039,7 @@ mod tests {
         write_format_1(&dir, 1);
         let slot = |loc: u32| [loc, 0, 0];
         for round in 0..2 {
-            let (m, map, rec) = Metadata::open(&dir, &shape(), 1).unwrap();
+            let (m, map, rec) = Metadata::open(&dir, &shape(), 1, "boot-1").unwrap();
             assert_eq!(
                 as_sorted(&map),
                 vec![
@@ -881,7 +1070,10 @@ mod tests {
         }
         std::fs::remove_dir_all(&dir).ok();
         write_format_1(&dir, 9);
-        let e = Metadata::open(&dir, &shape(), 1).err().unwrap().to_string();
+        let e = Metadata::open(&dir, &shape(), 1, "boot-1")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             e.contains("has format 9") && e.contains("reads formats 1 and 2"),
             "{e}"
@@ -892,11 +1084,14 @@ mod tests {
     #[test]
     fn other_shapes_and_damaged_checkpoints_are_refused() {
         let dir = tmpdir("shape");
-        drop(Metadata::open(&dir, &shape(), 1).unwrap());
+        drop(Metadata::open(&dir, &shape(), 1, "boot-1").unwrap());
         let mut other = shape();
         other.num_blocks = 2000;
         other.seed = 3;
-        let e = Metadata::open(&dir, &other, 1).err().unwrap().to_string();
+        let e = Metadata::open(&dir, &other, 1, "boot-1")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             e.contains("size 1000 vs 2000 blocks") && e.contains("seed 1 vs 3"),
             "{e}"
@@ -906,7 +1101,10 @@ mod tests {
         let n = bytes.len();
         bytes[n - 1] ^= 0xff;
         std::fs::write(&cp, bytes).unwrap();
-        let e = Metadata::open(&dir, &shape(), 1).err().unwrap().to_string();
+        let e = Metadata::open(&dir, &shape(), 1, "boot-1")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             e.contains("checkpoint is corrupt: checksum mismatch"),
             "{e}"

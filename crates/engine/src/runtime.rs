@@ -4,7 +4,7 @@
 //! Each iteration of [`Runtime::run`]:
 //! 1. feeds the policy's controller if a tick is due ([`Volume::on_time`]);
 //! 2. ends the batch ([`Volume::end_batch`]: commits the journal, starts
-//!    FUA syncs) and hands every finished request to
+//!    marks for flushes and FUA) and hands every finished request to
 //!    [`Frontend::on_done`];
 //! 3. asks the front end whether to go on ([`Frontend::before_wait`]) and
 //!    stops once it says stop and the volume is idle, closing the volume;
@@ -149,7 +149,7 @@ impl Runtime {
     /// closes the volume (a final checkpoint).
     pub fn run(&mut self, f: &mut dyn Frontend) -> Result<(), RuntimeError> {
         while self.step(f)? != Flow::Stop {}
-        self.vol.close()?;
+        self.vol.close(self.reactor.as_mut())?;
         Ok(())
     }
 
@@ -175,7 +175,7 @@ impl Runtime {
         // Decisions made since `end_batch` (requests the front end started
         // in `before_wait`) recorded metadata their I/O must not overtake:
         // commit it before the wait submits that I/O.
-        self.vol.commit_metadata()?;
+        self.vol.commit_metadata(self.reactor.as_mut())?;
         self.completions.clear();
         let r = self.reactor.as_mut();
         // Requests that finished without I/O (errors, or submitted by the
@@ -211,6 +211,17 @@ impl Runtime {
             vol, mut reactor, ..
         } = self;
         reactor.crash();
+        drop(reactor);
+        drop(vol);
+    }
+
+    /// For tests: the power fails now ([`Reactor::power_cut`]): as a crash,
+    /// and writes not yet synced are lost, kept or torn.
+    pub fn power_cut(self) {
+        let Runtime {
+            vol, mut reactor, ..
+        } = self;
+        reactor.power_cut();
         drop(reactor);
         drop(vol);
     }

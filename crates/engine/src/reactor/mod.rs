@@ -21,6 +21,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 pub mod fallback;
+pub mod power;
 pub mod sim;
 pub mod uring;
 
@@ -87,6 +88,43 @@ pub trait Reactor: Send {
     /// afterwards. Real reactors leave this to the kernel (their drop
     /// waits for what is running) and do nothing here.
     fn crash(&mut self) {}
+
+    /// For tests: the power fails now. Like [`Reactor::crash`], and
+    /// besides, writes not yet made durable by a sync of their file are
+    /// lost, kept or torn, as the reactor models it. Real reactors cannot
+    /// do this and panic.
+    fn power_cut(&mut self) {
+        panic!("the {} reactor cannot simulate a power cut", self.kind());
+    }
+
+    /// Writes `buf` at `offset` of `fd` now, blocking (the journal's
+    /// appends, which must be in the kernel before a reply). Going through
+    /// the reactor lets the simulated one model what a power cut keeps.
+    fn write_now(&mut self, fd: RawFd, buf: &[u8], offset: u64) -> io::Result<()> {
+        // SAFETY: `fd` is open for the duration of this call (the caller
+        // holds its file).
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        write_full(fd, buf, offset)
+            .map(|_| ())
+            .map_err(io::Error::from)
+    }
+
+    /// `fdatasync`s `fd` now, blocking.
+    fn sync_now(&mut self, fd: RawFd) -> io::Result<()> {
+        // SAFETY: as in `write_now`.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        rustix::fs::fdatasync(fd).map_err(io::Error::from)
+    }
+
+    /// Identifies the current boot of the machine: recovery tells a crash
+    /// of the process (same boot: the kernel kept every write it was
+    /// handed) from a power cut or reboot. Real reactors read the kernel's
+    /// boot id; the simulated one counts its power cuts.
+    fn boot_id(&self) -> String {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| format!("unknown-{}-{}", std::process::id(), now_ns()))
+    }
 
     /// Asks the reactor to perform file operations on `fd` (reads and
     /// writes up to [`INLINE_MAX_BYTES`], and syncs) itself, synchronously,

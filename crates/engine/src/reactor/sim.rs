@@ -12,8 +12,10 @@
 //! submitted and not yet completed has happened or not, by a seeded coin
 //! flip each (as the kernel finishes some of a killed process's I/O and
 //! not other), operations not yet submitted never happen, and nothing
-//! completes afterwards. Sockets do not exist here; a front end under this
-//! reactor submits requests directly.
+//! completes afterwards. [`Reactor::power_cut`] does the same, and then
+//! the reactor's [`Machine`] loses, keeps or tears each write not yet made
+//! durable by a sync of its file (`power.rs`). Sockets do not exist here;
+//! a front end under this reactor submits requests directly.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -23,6 +25,7 @@ use std::sync::Arc;
 
 use tiermux_core::rng::Rng;
 
+use super::power::Machine;
 use super::{new_eventfd, run_job, Completion, FileJob, FileOp, Reactor, Waker};
 
 /// What an event does when its time comes.
@@ -79,6 +82,7 @@ pub struct SimReactor {
     seq: u64,
     crashed: bool,
     wake: Arc<OwnedFd>,
+    machine: Machine,
     /// Counters.
     pub stats: SimReactorStats,
 }
@@ -87,6 +91,17 @@ impl SimReactor {
     /// A reactor whose file operations take 1 ns to `max_delay_ns` each,
     /// drawn from `seed`; its clock starts at `start_ns`.
     pub fn new(seed: u64, max_delay_ns: u64, start_ns: u64) -> io::Result<SimReactor> {
+        SimReactor::on_machine(seed, max_delay_ns, start_ns, Machine::new())
+    }
+
+    /// Like [`SimReactor::new`], on `machine`, which successive reactors
+    /// share so that a power cut loses what every run left unsynced.
+    pub fn on_machine(
+        seed: u64,
+        max_delay_ns: u64,
+        start_ns: u64,
+        machine: Machine,
+    ) -> io::Result<SimReactor> {
         assert!(max_delay_ns >= 1, "a file operation takes some time");
         Ok(SimReactor {
             now_ns: start_ns,
@@ -97,6 +112,7 @@ impl SimReactor {
             seq: 0,
             crashed: false,
             wake: new_eventfd(true)?,
+            machine,
             stats: SimReactorStats::default(),
         })
     }
@@ -118,6 +134,53 @@ impl SimReactor {
                 seq: self.seq,
                 ev,
             }));
+        }
+    }
+}
+
+impl SimReactor {
+    /// Performs `job` on the real file, telling the machine about writes
+    /// and syncs.
+    fn perform(&mut self, job: &FileJob) -> i32 {
+        if let FileOp::Write { ptr, len, offset } = job.op {
+            // SAFETY: the reactor's `write` contract keeps the buffer valid
+            // and unmodified until the job's completion is returned, which
+            // is after this.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
+            self.machine.wrote(job.fd, offset, bytes);
+        }
+        let r = run_job(job);
+        if matches!(job.op, FileOp::Sync) && r >= 0 {
+            self.machine.synced(job.fd);
+        }
+        r
+    }
+
+    /// Ends the process: writes in flight happened or not by a coin flip.
+    fn end_in_flight(&mut self) {
+        self.crashed = true;
+        for ev in std::mem::take(&mut self.queued) {
+            if matches!(
+                ev,
+                Event::File(FileJob {
+                    op: FileOp::Write { .. },
+                    ..
+                })
+            ) {
+                self.stats.crash_writes_lost += 1;
+            }
+        }
+        while let Some(Reverse(Scheduled { ev, .. })) = self.heap.pop() {
+            if let Event::File(job) = ev {
+                if matches!(job.op, FileOp::Write { .. }) {
+                    if self.rng.below(2) == 0 {
+                        self.perform(&job);
+                        self.stats.crash_writes_kept += 1;
+                    } else {
+                        self.stats.crash_writes_lost += 1;
+                    }
+                }
+            }
         }
     }
 }
@@ -187,9 +250,10 @@ impl Reactor for SimReactor {
         match ev {
             Event::File(job) => {
                 self.stats.file_ops += 1;
+                let result = self.perform(&job);
                 out.push(Completion {
                     token: job.token,
-                    result: run_job(&job),
+                    result,
                 });
             }
             Event::Timer { token, .. } => {
@@ -207,29 +271,45 @@ impl Reactor for SimReactor {
     fn serve_inline(&mut self, _fd: RawFd) {}
 
     fn crash(&mut self) {
-        self.crashed = true;
-        for ev in std::mem::take(&mut self.queued) {
-            if matches!(
-                ev,
-                Event::File(FileJob {
-                    op: FileOp::Write { .. },
-                    ..
-                })
-            ) {
-                self.stats.crash_writes_lost += 1;
-            }
+        self.end_in_flight();
+    }
+
+    fn power_cut(&mut self) {
+        self.end_in_flight();
+        self.machine.power_cut(&mut self.rng);
+    }
+
+    fn write_now(&mut self, fd: RawFd, buf: &[u8], offset: u64) -> io::Result<()> {
+        assert!(!self.crashed, "the simulated process has crashed");
+        let job = FileJob {
+            fd,
+            op: FileOp::Write {
+                ptr: buf.as_ptr() as usize,
+                len: buf.len() as u32,
+                offset,
+            },
+            token: 0,
+        };
+        match self.perform(&job) {
+            r if r < 0 => Err(io::Error::from_raw_os_error(-r)),
+            _ => Ok(()),
         }
-        while let Some(Reverse(Scheduled { ev, .. })) = self.heap.pop() {
-            if let Event::File(job) = ev {
-                if matches!(job.op, FileOp::Write { .. }) {
-                    if self.rng.below(2) == 0 {
-                        run_job(&job);
-                        self.stats.crash_writes_kept += 1;
-                    } else {
-                        self.stats.crash_writes_lost += 1;
-                    }
-                }
-            }
+    }
+
+    fn sync_now(&mut self, fd: RawFd) -> io::Result<()> {
+        assert!(!self.crashed, "the simulated process has crashed");
+        let job = FileJob {
+            fd,
+            op: FileOp::Sync,
+            token: 0,
+        };
+        match self.perform(&job) {
+            r if r < 0 => Err(io::Error::from_raw_os_error(-r)),
+            _ => Ok(()),
         }
+    }
+
+    fn boot_id(&self) -> String {
+        self.machine.boot_id()
     }
 }

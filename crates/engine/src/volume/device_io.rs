@@ -5,12 +5,15 @@
 use tiermux_core::dispatch::NO_TAG;
 use tiermux_core::Op;
 
-use super::Phase;
-use super::{split_tag, token, DevOp, Volume, KIND_DEV_IO, KIND_EMU_WAIT, KIND_SHIFT, KIND_SYNC};
+use super::{split_tag, token, DevOp, Volume, KIND_DEV_IO, KIND_EMU_WAIT, KIND_MARK, KIND_SHIFT};
 use crate::reactor::{Completion, Reactor};
 
 impl Volume {
     pub(super) fn issue(&mut self, ready: tiermux_core::Ready, r: &mut dyn Reactor) {
+        if self.must_hold(&ready) {
+            self.hold(ready);
+            return;
+        }
         let io = ready.io;
         let bs = self.cfg.block_size;
         let now = r.now_ns();
@@ -94,18 +97,9 @@ impl Volume {
                 self.finish_op(index, now, r);
             }
             KIND_EMU_WAIT => self.finish_op(index, r.now_ns(), r),
-            KIND_SYNC => {
-                let req = self.reqs.get_mut(index).expect("syncing request");
-                if c.result < 0 && req.error == 0 {
-                    req.error = -c.result;
-                }
-                req.pending = req
-                    .pending
-                    .checked_sub(1)
-                    .expect("sync completions outnumber syncs");
-                if req.pending == 0 {
-                    req.phase = Phase::Access;
-                    self.finished.push(index);
+            KIND_MARK => {
+                if let Err(e) = self.on_mark_sync(index, c.result, r) {
+                    self.meta_error.get_or_insert(e);
                 }
             }
             _ => panic!("token {:#x} is not the volume's", c.token),

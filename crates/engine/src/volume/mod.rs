@@ -30,6 +30,7 @@ use tiermux_core::{build_policy, Access, Dispatcher, ObservationBuilder, Op, Out
 mod bufpool;
 mod device_io;
 mod durable;
+mod marks;
 mod request;
 
 use bufpool::BufPool;
@@ -50,11 +51,11 @@ pub const MAX_REQUEST_BYTES: u32 = 32 << 20;
 const KIND_SHIFT: u32 = 56;
 const KIND_DEV_IO: u64 = 1;
 const KIND_EMU_WAIT: u64 = 2;
-const KIND_SYNC: u64 = 3;
+const KIND_MARK: u64 = 3;
 
 /// The volume's reactor tokens are below this value (the runtime gives the
 /// rest to the front end).
-pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_SYNC + 1) << KIND_SHIFT;
+pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_MARK + 1) << KIND_SHIFT;
 
 struct DevOp {
     flight: u32,
@@ -82,6 +83,11 @@ pub struct VolumeStats {
     pub device_errors: u64,
     /// Policy decisions that broke the persistence contract (must stay 0).
     pub contract_violations: u64,
+    /// Marks completed (flushes, FUA writes, and writes to released
+    /// locations waiting for one; see `volume/marks.rs`).
+    pub marks: u64,
+    /// Device writes that waited for a mark.
+    pub writes_held: u64,
 }
 
 /// A volume over opened devices.
@@ -105,6 +111,10 @@ pub struct Volume {
     address_spaces: Vec<u64>,
     stats: VolumeStats,
     recovery: Recovery,
+    marks: marks::Marks,
+    /// A metadata error met while handling a completion, reported by the
+    /// next [`Volume::end_batch`].
+    meta_error: Option<crate::journal::MetaError>,
 }
 
 /// Why a volume could not be opened.
@@ -127,6 +137,28 @@ pub enum OpenError {
         /// The policy's complaint.
         message: String,
     },
+}
+
+/// Recovers the volume's metadata. The devices are synced first: whatever
+/// recovery finds points at their data, and the checkpoint it writes must
+/// not outlive that data in a power cut.
+fn open_metadata(
+    cfg: &VolumeConfig,
+    shape: &VolumeShape,
+    home: u8,
+    devices: &[Device],
+    r: &mut dyn Reactor,
+) -> Result<(Metadata, tiermux_core::PlacementMap, Recovery), OpenError> {
+    for d in devices {
+        r.sync_now(d.fd())
+            .map_err(|source| crate::journal::MetaError::Io {
+                path: d.path.clone(),
+                source,
+            })?;
+    }
+    let (mut meta, map, recovery) = Metadata::open(&cfg.metadata_dir, shape, home, &r.boot_id())?;
+    meta.set_data_fds(devices.iter().map(|d| d.fd()).collect());
+    Ok((meta, map, recovery))
 }
 
 /// Opens every device of `cfg` with its layers.
@@ -192,7 +224,7 @@ fn token(kind: u64, index: usize) -> u64 {
 
 impl Volume {
     /// Opens the devices, builds the policy and recovers the saved map.
-    pub fn open(cfg: &VolumeConfig, r: &dyn Reactor) -> Result<Volume, OpenError> {
+    pub fn open(cfg: &VolumeConfig, r: &mut dyn Reactor) -> Result<Volume, OpenError> {
         let bs = cfg.block_size as u64;
         let devices = open_devices(cfg)?;
         let spec = volume_spec(cfg);
@@ -212,7 +244,7 @@ impl Volume {
             seed: cfg.seed,
         };
         check_address_spaces(cfg, &devices, policy.as_ref())?;
-        let (meta, map, recovery) = Metadata::open(&cfg.metadata_dir, &shape, home)?;
+        let (meta, map, recovery) = open_metadata(cfg, &shape, home, &devices, r)?;
         let mut dispatcher =
             Dispatcher::with_map(policy, map).map_err(|message| OpenError::Restore {
                 dir: cfg.metadata_dir.display().to_string(),
@@ -242,6 +274,8 @@ impl Volume {
             address_spaces,
             stats: VolumeStats::default(),
             recovery,
+            marks: Default::default(),
+            meta_error: None,
         })
     }
 
@@ -272,12 +306,19 @@ impl Volume {
 
     /// Cumulative counters.
     pub fn stats(&self) -> VolumeStats {
-        self.stats
+        VolumeStats {
+            marks: self.marks.completed,
+            writes_held: self.marks.writes_held,
+            ..self.stats
+        }
     }
 
     /// True when no request, device operation or background job is in flight.
     pub fn is_idle(&self) -> bool {
-        self.reqs.is_empty() && self.ops.is_empty() && self.dispatcher.is_idle()
+        self.reqs.is_empty()
+            && self.ops.is_empty()
+            && self.dispatcher.is_idle()
+            && self.marks_idle()
     }
 
     /// True when requests have finished and wait for
@@ -382,7 +423,8 @@ impl Volume {
         };
         let idx = self.reqs.insert(req);
         if flush {
-            self.start_sync(idx, r);
+            // Started by the commit before the loop waits.
+            self.wait_for_mark(idx);
             return;
         }
         self.try_start(idx, r);
@@ -454,16 +496,6 @@ impl Volume {
             );
         }
         self.drain(r);
-    }
-
-    fn start_sync(&mut self, idx: usize, r: &mut dyn Reactor) {
-        let req = self.reqs.get_mut(idx).expect("request");
-        req.phase = Phase::Sync;
-        req.pending = self.devices.len() as u32 + 1;
-        for d in &self.devices {
-            r.fsync(d.fd(), token(KIND_SYNC, idx));
-        }
-        r.fsync(self.meta.journal_fd(), token(KIND_SYNC, idx));
     }
 
     /// Performs what the dispatcher has ready and handles its events.
@@ -570,7 +602,10 @@ impl Volume {
         r: &mut dyn Reactor,
         out: &mut Vec<Done>,
     ) -> Result<(), crate::journal::MetaError> {
-        self.meta.commit()?;
+        if let Some(e) = self.meta_error.take() {
+            return Err(e);
+        }
+        self.meta.commit(r)?;
         let now = r.now_ns();
         let finished = std::mem::take(&mut self.finished);
         let mut freed_rmw = false;
@@ -578,7 +613,7 @@ impl Volume {
         for idx in finished {
             let req = self.reqs.get_mut(idx).expect("finished request");
             if req.phase == Phase::Sync && req.pending == u32::MAX {
-                self.start_sync(idx, r);
+                self.wait_for_mark(idx);
                 continue;
             }
             if req.zero_rest > 0 && req.error == 0 {
@@ -598,9 +633,9 @@ impl Volume {
         }
         if freed_rmw || started_parts {
             // Starting requests queued metadata their I/O must not overtake.
-            self.meta.commit()?;
+            self.meta.commit(r)?;
         }
-        Ok(())
+        self.start_mark(r)
     }
 
     /// A part of a large write-zeroes finished: starts the next one. True
@@ -678,23 +713,29 @@ impl Volume {
 
     /// Commits the metadata records queued since the last commit (the
     /// loop calls it before every wait; see the module documentation).
-    pub fn commit_metadata(&mut self) -> Result<(), crate::journal::MetaError> {
-        self.meta.commit()
+    pub fn commit_metadata(
+        &mut self,
+        r: &mut dyn Reactor,
+    ) -> Result<(), crate::journal::MetaError> {
+        self.meta.commit(r)?;
+        // Flushes and held writes of requests the front end just submitted
+        // wait for a mark.
+        self.start_mark(r)
     }
 
     /// Closes the volume cleanly: waits for in-flight work (the caller must
     /// have stopped submitting and keep the loop running until
     /// [`Volume::is_idle`]), makes every device's data durable, then
     /// writes a final checkpoint (whose entries point at that data).
-    pub fn close(&mut self) -> Result<(), crate::journal::MetaError> {
+    pub fn close(&mut self, r: &mut dyn Reactor) -> Result<(), crate::journal::MetaError> {
         for d in &self.devices {
-            d.sync_data()
+            r.sync_now(d.fd())
                 .map_err(|source| crate::journal::MetaError::Io {
                     path: d.path.clone(),
                     source,
                 })?;
         }
-        self.meta.close()
+        self.meta.close(r)
     }
 
     /// Metadata records written and checkpoints taken since opening.

@@ -1,0 +1,186 @@
+//! Marks: the points a power cut can bring the volume back to, and the
+//! writes that wait for them.
+//!
+//! A mark syncs every data device, then appends a mark record to the
+//! journal and syncs the journal. Once it completes, every record below
+//! the mark is on stable storage and every device operation those records
+//! depend on is too. After a power cut, recovery replays the records up to
+//! the last durable mark (`journal.rs`); after a crash of the process
+//! alone it replays them all, since the kernel kept everything.
+//!
+//! That state must stay true until the next mark: a location it names for
+//! a block must keep that block's data. So a write to a location that a
+//! record released (an evicted block's slot, the cache copy of a clean
+//! block being overwritten) waits, held here, until a mark covers the
+//! release ([`crate::journal::Metadata::quarantined`]); a write-back cache
+//! whose slots turn over starts marks as they are needed.
+//!
+//! `FLUSH` and FUA writes are marks too: a flush completes when a mark
+//! started after it arrived completes.
+
+use tiermux_core::{Op, Ready};
+
+use super::{token, Phase, Volume, KIND_MARK};
+use crate::reactor::Reactor;
+
+/// The token index of a mark's journal sync (device syncs use their
+/// device's index).
+const JOURNAL: usize = usize::MAX >> 8;
+
+/// Marks in progress and what waits for them.
+#[derive(Default)]
+pub(super) struct Marks {
+    /// The mark in progress.
+    current: Option<MarkRun>,
+    /// Requests (flushes, FUA writes) waiting for the next mark.
+    waiting: Vec<usize>,
+    /// A mark is needed even if no request waits (held writes).
+    wanted: bool,
+    /// Writes held until a mark covers the release of their location.
+    held: Vec<Ready>,
+    /// Marks completed.
+    pub(super) completed: u64,
+    /// Writes that had to wait for a mark.
+    pub(super) writes_held: u64,
+}
+
+struct MarkRun {
+    /// Records below this sequence number are covered.
+    seq: u64,
+    /// Syncs still running in this phase.
+    pending: usize,
+    /// Whether the devices are synced and the journal sync runs.
+    journal_phase: bool,
+    /// The first error of a sync, as a positive errno.
+    error: i32,
+    /// Requests that complete with the mark.
+    waiters: Vec<usize>,
+}
+
+/// The pool buffer a copy (a write that is not the client's) writes from.
+fn copy_source(ready: &Ready) -> Option<u32> {
+    (ready.io.purpose != tiermux_core::Purpose::Client).then_some(ready.src_payload as u32)
+}
+
+impl Volume {
+    /// True when a device write must wait for a mark (see the module
+    /// documentation).
+    pub(super) fn must_hold(&self, ready: &Ready) -> bool {
+        let io = ready.io;
+        io.dir == Op::Write
+            && self.meta.has_quarantine()
+            && self.meta.quarantined(io.device, io.addr)
+    }
+
+    /// Holds `ready` until a mark covers its location's release. A copy
+    /// keeps the buffer its source read filled.
+    pub(super) fn hold(&mut self, ready: Ready) {
+        if let Some(id) = copy_source(&ready) {
+            self.pool.retain(id);
+        }
+        self.marks.held.push(ready);
+        self.marks.wanted = true;
+        self.marks.writes_held += 1;
+    }
+
+    /// Request `idx` (a flush or a FUA write) completes with the next mark.
+    pub(super) fn wait_for_mark(&mut self, idx: usize) {
+        let req = self.reqs.get_mut(idx).expect("request waiting for a mark");
+        req.phase = Phase::Sync;
+        self.marks.waiting.push(idx);
+    }
+
+    /// Starts a mark if one is needed and none runs. Commits the journal
+    /// first: the mark covers every record queued so far.
+    pub(super) fn start_mark(
+        &mut self,
+        r: &mut dyn Reactor,
+    ) -> Result<(), crate::journal::MetaError> {
+        let m = &mut self.marks;
+        if m.current.is_some() || (m.waiting.is_empty() && !m.wanted) {
+            return Ok(());
+        }
+        self.meta.commit(r)?;
+        let m = &mut self.marks;
+        m.wanted = false;
+        m.current = Some(MarkRun {
+            seq: self.meta.next_seq(),
+            pending: self.devices.len(),
+            journal_phase: false,
+            error: 0,
+            waiters: std::mem::take(&mut m.waiting),
+        });
+        for (d, dev) in self.devices.iter().enumerate() {
+            r.fsync(dev.fd(), token(KIND_MARK, d));
+        }
+        Ok(())
+    }
+
+    /// A sync of the mark in progress completed with `result`.
+    pub(super) fn on_mark_sync(
+        &mut self,
+        index: usize,
+        result: i32,
+        r: &mut dyn Reactor,
+    ) -> Result<(), crate::journal::MetaError> {
+        let run = self.marks.current.as_mut().expect("a mark in progress");
+        assert_eq!(
+            run.journal_phase,
+            index == JOURNAL,
+            "sync of the mark's phase"
+        );
+        if result < 0 && run.error == 0 {
+            run.error = -result;
+        }
+        run.pending = run.pending.checked_sub(1).expect("more syncs than issued");
+        if run.pending > 0 {
+            return Ok(());
+        }
+        if !run.journal_phase && run.error == 0 {
+            let seq = run.seq;
+            run.journal_phase = true;
+            run.pending = 1;
+            self.meta.append_mark(seq, r)?;
+            r.fsync(self.meta.journal_fd(), token(KIND_MARK, JOURNAL));
+            return Ok(());
+        }
+        let run = self.marks.current.take().expect("the mark in progress");
+        if run.error == 0 {
+            self.meta.marked(run.seq);
+            self.marks.completed += 1;
+        } else {
+            self.stats.device_errors += 1;
+            eprintln!(
+                "tiermux: a sync failed ({}); flushes waiting for it fail",
+                rustix::io::Errno::from_raw_os_error(run.error)
+            );
+        }
+        for idx in run.waiters {
+            let req = self.reqs.get_mut(idx).expect("request waiting for a mark");
+            if req.error == 0 {
+                req.error = run.error;
+            }
+            req.phase = Phase::Access;
+            self.finished.push(idx);
+        }
+        let held = std::mem::take(&mut self.marks.held);
+        for ready in held {
+            if self.must_hold(&ready) {
+                self.marks.held.push(ready);
+                self.marks.wanted = true;
+            } else {
+                self.issue(ready, r);
+                if let Some(id) = copy_source(&ready) {
+                    self.pool.release(id);
+                }
+            }
+        }
+        self.start_mark(r)
+    }
+
+    /// True when nothing waits for or runs a mark.
+    pub(super) fn marks_idle(&self) -> bool {
+        let m = &self.marks;
+        m.current.is_none() && m.waiting.is_empty() && m.held.is_empty()
+    }
+}

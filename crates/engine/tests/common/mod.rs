@@ -1,0 +1,195 @@
+//! What the volume tests share: the volume's config, the test as the event
+//! loop's front end, and the modes (policy and write mode) they run.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::path::{Path, PathBuf};
+
+use tiermux_engine::reactor::power::Machine;
+use tiermux_engine::reactor::{
+    fallback::ThreadReactor, sim::SimReactor, uring::UringReactor, Reactor,
+};
+use tiermux_engine::{Done, Flow, Frontend, Io, Request, Runtime, Volume, VolumeConfig};
+
+pub const VOL_BYTES: usize = 4 << 20;
+pub const BS: usize = 4096;
+
+/// Which reactor a test runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum Backend {
+    /// io_uring (or threads where io_uring is unavailable).
+    Uring,
+    /// The thread-pool fallback.
+    Threads,
+    /// Virtual time, seeded.
+    Sim(u64),
+}
+
+/// A fresh directory for a test's devices: in memory (tmpfs, where the
+/// reactor runs device I/O inline) when `memory`, else in the temporary
+/// directory (usually a disk filesystem, where I/O is asynchronous and
+/// completes out of order).
+pub fn data_dir(tag: &str, memory: bool) -> PathBuf {
+    let base = if memory && Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let d = base.join(format!("tiermux-voltest-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+pub fn config(dir: &Path, policy: &str, extra: &str) -> VolumeConfig {
+    // Splitting places blocks on the fast device at their own addresses.
+    let fast = if policy == "split" {
+        VOL_BYTES
+    } else {
+        256 << 10
+    };
+    // Stacked caching gets a second, larger cache between the two.
+    let middle = if policy == "stacked" {
+        "[[device]]\nname = \"middle\"\npath = \"middle.img\"\nsize = 524288\n"
+    } else {
+        ""
+    };
+    let text = format!(
+        r#"
+size = {VOL_BYTES}
+[[device]]
+name = "fast"
+path = "fast.img"
+size = {fast}
+{middle}[[device]]
+name = "slow"
+path = "slow.img"
+[policy]
+name = "{policy}"
+{extra}
+"#
+    );
+    VolumeConfig::parse(&text, dir).unwrap()
+}
+
+/// The test as the event loop's front end: requests to start, and the
+/// finished ones.
+#[derive(Default)]
+pub struct Client {
+    pub to_submit: Vec<(u64, Request)>,
+    pub done: Vec<Done>,
+}
+
+impl Frontend for Client {
+    fn on_done(&mut self, done: Done, _io: &mut Io<'_>) {
+        self.done.push(done);
+    }
+    fn on_ready(&mut self, token: u64, _result: i32, _io: &mut Io<'_>) {
+        panic!("the test polls no sockets (token {token})");
+    }
+    fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
+        for (id, req) in self.to_submit.drain(..) {
+            io.submit(id, req);
+        }
+        if io.volume().is_idle() {
+            Flow::Yield // nothing to wait for
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+pub struct Harness {
+    pub rt: Runtime,
+    pub client: Client,
+}
+
+impl Harness {
+    pub fn open(cfg: &VolumeConfig, backend: Backend) -> Harness {
+        let r: Box<dyn Reactor> = match backend {
+            Backend::Uring => match UringReactor::new(256) {
+                Ok(r) => Box::new(r),
+                Err(_) => Box::new(ThreadReactor::new(2).unwrap()),
+            },
+            Backend::Threads => Box::new(ThreadReactor::new(2).unwrap()),
+            Backend::Sim(seed) => Box::new(SimReactor::new(seed, 200_000, 0).unwrap()),
+        };
+        let mut r = r;
+        let vol = Volume::open(cfg, r.as_mut()).unwrap();
+        Harness {
+            rt: Runtime::new(vol, r),
+            client: Client::default(),
+        }
+    }
+
+    /// A harness on the simulated reactor of `machine`, seeded.
+    pub fn open_on(cfg: &VolumeConfig, seed: u64, machine: &Machine) -> Harness {
+        let mut r = SimReactor::on_machine(seed, 200_000, 0, machine.clone()).unwrap();
+        let vol = Volume::open(cfg, &mut r).unwrap();
+        Harness {
+            rt: Runtime::new(vol, Box::new(r)),
+            client: Client::default(),
+        }
+    }
+
+    pub fn vol(&self) -> &Volume {
+        self.rt.volume()
+    }
+
+    pub fn submit(&mut self, id: u64, req: Request) {
+        self.client.to_submit.push((id, req));
+    }
+
+    /// One loop iteration.
+    pub fn step(&mut self) {
+        self.rt.step(&mut self.client).unwrap();
+    }
+
+    /// Runs until nothing is queued or in flight.
+    pub fn idle(&mut self) {
+        while !self.client.to_submit.is_empty() || !self.rt.volume().is_idle() {
+            self.step();
+        }
+    }
+
+    /// Closes the volume cleanly.
+    pub fn close(mut self) {
+        self.idle();
+        let mut stop = Stopping;
+        self.rt.run(&mut stop).unwrap();
+    }
+}
+
+/// A front end that has nothing more to do.
+pub struct Stopping;
+
+impl Frontend for Stopping {
+    fn on_done(&mut self, done: Done, _io: &mut Io<'_>) {
+        panic!("request {} finished after the test stopped", done.id);
+    }
+    fn on_ready(&mut self, _token: u64, _result: i32, _io: &mut Io<'_>) {}
+    fn before_wait(&mut self, _io: &mut Io<'_>) -> Flow {
+        Flow::Stop
+    }
+}
+
+/// Every policy family and write mode the engine serves, with parameters
+/// that make flushing and tuning happen in short runs.
+pub const MODES: &[(&str, &str)] = &[
+    ("classic", "write_mode = \"wa\""),
+    ("classic", "write_mode = \"wt\""),
+    (
+        "classic",
+        "write_mode = \"wb\"\ndirty_high_ratio = 0.3\ndirty_low_ratio = 0.1",
+    ),
+    (
+        "nhc",
+        "write_mode = \"wb\"\nwindow_ms = 1.0\nmin_window_ops = 8",
+    ),
+    ("split", ""),
+    ("passthrough", ""),
+    (
+        "stacked",
+        "write_mode = \"wb\"\ndirty_high_ratio = 0.3\ndirty_low_ratio = 0.1",
+    ),
+    ("stacked", "write_mode = \"wt\""),
+];

@@ -335,29 +335,39 @@ impl Metadata {
         )?;
         write_atomically(dir, "boot", boot_id.as_bytes())?;
         rec.elapsed_ms = t0.elapsed().as_secs_f64() * 1e3;
-        Ok((
-            Metadata {
-                dir: dir.to_path_buf(),
-                home,
-                durable,
-                journal,
-                generation: new_generation,
-                journal_len: 0,
-                next_seq,
-                pending: Vec::new(),
-                records_in_generation: 0,
-                checkpoint_every_records: 1 << 20,
-                checkpointing: None,
-                records_written: 0,
-                checkpoints: 0,
-                quarantine: HashMap::new(),
-                releases: Default::default(),
-                marked_seq: next_seq,
-                data_fds: Vec::new(),
-            },
-            map,
-            rec,
-        ))
+        let meta = Metadata::started(dir, home, durable, journal, new_generation, next_seq);
+        Ok((meta, map, rec))
+    }
+
+    /// Metadata that continues journal generation `generation` (empty) at
+    /// sequence number `next_seq`.
+    fn started(
+        dir: &Path,
+        home: u8,
+        durable: BlockMap<Entry>,
+        journal: File,
+        generation: u64,
+        next_seq: u64,
+    ) -> Metadata {
+        Metadata {
+            dir: dir.to_path_buf(),
+            home,
+            durable,
+            journal,
+            generation,
+            journal_len: 0,
+            next_seq,
+            pending: Vec::new(),
+            records_in_generation: 0,
+            checkpoint_every_records: 1 << 20,
+            checkpointing: None,
+            records_written: 0,
+            checkpoints: 0,
+            quarantine: HashMap::new(),
+            releases: Default::default(),
+            marked_seq: next_seq,
+            data_fds: Vec::new(),
+        }
     }
 
     /// The durable entry of `block` (what recovery would return now, once
@@ -969,6 +979,71 @@ mod tests {
                 m.close(&mut r).unwrap();
             }
         }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// After a reboot only the records below the last mark come back;
+    /// after a crash of the process alone, all of them.
+    #[test]
+    fn a_reboot_replays_up_to_the_last_mark() {
+        let e = |slot| Entry {
+            present: 0b11,
+            loc: [slot, 0, 0],
+            ..Entry::default()
+        };
+        for (boot, want) in [
+            ("boot-1", vec![(5, e(9)), (6, e(3))]),
+            ("boot-2", vec![(5, e(9))]),
+        ] {
+            let dir = tmpdir(&format!("marks-{boot}"));
+            let mut r = SimReactor::new(1, 1, 0).unwrap();
+            let (mut m, _, _) = Metadata::open(&dir, &shape(), 1, "boot-1").unwrap();
+            m.record(5, e(9));
+            m.commit(&mut r).unwrap();
+            let seq = m.next_seq();
+            m.record(6, e(3));
+            m.commit(&mut r).unwrap();
+            // The mark covers the first record only, though written after both.
+            m.append_mark(seq, &mut r).unwrap();
+            drop(m);
+            let (_, map, rec) = Metadata::open(&dir, &shape(), 1, boot).unwrap();
+            assert_eq!(as_sorted(&map), want, "{boot}");
+            assert_eq!(rec.rebooted, boot == "boot-2");
+            assert_eq!(rec.unmarked_records, if boot == "boot-2" { 1 } else { 0 });
+            std::fs::remove_dir_all(&dir).ok();
+        }
+    }
+
+    /// A record that drops a copy quarantines the places of every copy the
+    /// entry had, until a mark covers it.
+    #[test]
+    fn dropping_a_copy_quarantines_its_places_until_a_mark() {
+        let dir = tmpdir("quarantine");
+        let mut r = SimReactor::new(1, 1, 0).unwrap();
+        let (mut m, _, _) = Metadata::open(&dir, &shape(), 1, "boot-1").unwrap();
+        let cached = Entry {
+            present: 0b11,
+            loc: [9, 0, 0],
+            ..Entry::default()
+        };
+        m.record(5, cached);
+        assert!(!m.quarantined(0, 9), "adding a copy quarantines nothing");
+        m.record(
+            5,
+            Entry {
+                present: 0b10,
+                ..Entry::default()
+            },
+        );
+        // The slot on device 0 and the block's home address on device 1.
+        assert!(m.quarantined(0, 9) && m.quarantined(1, 5));
+        assert!(!m.quarantined(0, 8) && !m.quarantined(1, 6));
+        m.commit(&mut r).unwrap();
+        let seq = m.next_seq();
+        m.append_mark(seq, &mut r).unwrap();
+        assert!(m.quarantined(0, 9), "the mark is not durable yet");
+        m.marked(seq);
+        assert!(!m.quarantined(0, 9) && !m.quarantined(1, 5) && !m.has_quarantine());
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -207,21 +207,22 @@ impl Runtime {
     /// is dropped (finishing what it was running), and then the volume is
     /// dropped without committing or closing anything.
     pub fn crash(self) {
-        let Runtime {
-            vol, mut reactor, ..
-        } = self;
-        reactor.crash();
-        drop(reactor);
-        drop(vol);
+        self.end(|r| r.crash());
     }
 
     /// For tests: the power fails now ([`Reactor::power_cut`]): as a crash,
     /// and writes not yet synced are lost, kept or torn.
     pub fn power_cut(self) {
+        self.end(|r| r.power_cut());
+    }
+
+    /// Ends the loop as `how` says (a crash or a power cut), then drops
+    /// the reactor and the volume without closing anything.
+    fn end(self, how: impl FnOnce(&mut dyn Reactor)) {
         let Runtime {
             vol, mut reactor, ..
         } = self;
-        reactor.power_cut();
+        how(reactor.as_mut());
         drop(reactor);
         drop(vol);
     }

@@ -642,8 +642,6 @@ impl Volume {
     /// when the part released read-modify-write blocks others may wait for.
     fn next_zero_part(&mut self, idx: usize, r: &mut dyn Reactor) -> bool {
         let req = self.reqs.get_mut(idx).expect("finished request");
-        req.replied = true;
-        let rmw_blocks = std::mem::take(&mut req.rmw_blocks);
         let (id, next, rest, fua, t0) = (
             req.id,
             req.offset + req.len as u64,
@@ -651,17 +649,21 @@ impl Volume {
             req.fua_rest,
             req.started_ns,
         );
-        if req.open_flights == 0 {
-            self.reqs.remove(idx);
-        }
-        let freed = self.release_rmw(rmw_blocks);
+        let freed = self.retire(idx);
         self.start_zeroes(id, next, rest, fua, t0, r);
         freed
     }
 
-    /// Releases a finished request's read-modify-write blocks; true when
-    /// another request may have been waiting for one of them.
-    fn release_rmw(&mut self, rmw_blocks: [Option<u64>; 2]) -> bool {
+    /// A request is answered: its slot goes once its plans have finished,
+    /// and its read-modify-write blocks are released; true when another
+    /// request may have been waiting for one of them.
+    fn retire(&mut self, idx: usize) -> bool {
+        let req = self.reqs.get_mut(idx).expect("finished request");
+        req.replied = true;
+        let rmw_blocks = std::mem::take(&mut req.rmw_blocks);
+        if req.open_flights == 0 {
+            self.reqs.remove(idx);
+        }
         let mut freed = false;
         for b in rmw_blocks.into_iter().flatten() {
             if let Some(c) = self.rmw_busy.get_mut(&b) {
@@ -680,9 +682,7 @@ impl Volume {
     fn reply(&mut self, idx: usize, now: u64) -> (Done, bool) {
         let bs = self.cfg.block_size as u64;
         let req = self.reqs.get_mut(idx).expect("finished request");
-        req.replied = true;
         let buf = std::mem::replace(&mut req.buf, AlignedBuf::zeroed(0));
-        let rmw_blocks = std::mem::take(&mut req.rmw_blocks);
         let (id, error, op, len, offset, first_block, kind_flush, nblocks, started_ns) = (
             req.id,
             req.error,
@@ -694,10 +694,7 @@ impl Volume {
             req.nblocks,
             req.started_ns,
         );
-        if req.open_flights == 0 {
-            self.reqs.remove(idx);
-        }
-        let freed_rmw = self.release_rmw(rmw_blocks);
+        let freed_rmw = self.retire(idx);
         self.stats.requests += 1;
         self.obs.client_op(op, len as u64, now - started_ns);
         let is_read = op == Op::Read && !kind_flush && nblocks > 0;

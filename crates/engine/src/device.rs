@@ -89,9 +89,21 @@ impl Device {
                     .map_err(|e| err(format!("cannot create its directory: {e}")))?;
             }
         }
-        let (file, direct) =
+        let (mut file, mut direct) =
             open_file(path, direct, is_block).map_err(|e| err(format!("cannot open: {e}")))?;
         size_to(&file, is_block, size_bytes).map_err(err)?;
+        if direct {
+            if let Err(e) = probe_direct(&file, crate::buf::ALIGN) {
+                // Some filesystems (FUSE ones, for example) accept O_DIRECT
+                // at open and then fail every aligned read.
+                eprintln!(
+                    "tiermux: device '{name}' ({}) accepts O_DIRECT but an aligned read failed ({e}); using buffered I/O",
+                    path.display()
+                );
+                (file, direct) = open_file(path, false, is_block)
+                    .map_err(|e| err(format!("cannot open: {e}")))?;
+            }
+        }
         let memory_backed = rustix::fs::fstatfs(&file).is_ok_and(|st| {
             const TMPFS_MAGIC: u64 = 0x0102_1994;
             const RAMFS_MAGIC: u64 = 0x8584_58f6;
@@ -198,6 +210,19 @@ fn open_file(path: &Path, direct: bool, is_block: bool) -> io::Result<(File, boo
     }
 }
 
+/// Reads `len` bytes at offset 0 into a buffer aligned for O_DIRECT: the
+/// I/O the volume will do. A short read or an error means O_DIRECT does not
+/// work on this file.
+fn probe_direct(file: &File, len: usize) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = crate::buf::AlignedBuf::zeroed(crate::buf::ALIGN.max(len));
+    let n = file.read_at(&mut buf[..len], 0)?;
+    if n != len {
+        return Err(io::Error::other(format!("read {n} of {len} bytes")));
+    }
+    Ok(())
+}
+
 /// Makes `file` hold at least `size_bytes`: extends a regular file (never
 /// shrinks it); a block device that is too small is an error.
 fn size_to(file: &File, is_block: bool, size_bytes: u64) -> Result<(), String> {
@@ -241,6 +266,28 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("device 'x'"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// The O_DIRECT probe passes where aligned reads work and fails where
+    /// they do not (here: a length O_DIRECT refuses, as a filesystem that
+    /// cannot serve O_DIRECT refuses every read).
+    #[test]
+    fn the_direct_io_probe_tells_working_from_failing_reads() {
+        let dir = std::env::temp_dir().join(format!("tiermux-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dev.img");
+        std::fs::write(&path, vec![0u8; 1 << 16]).unwrap();
+        let (file, direct) = open_file(&path, true, false).unwrap();
+        probe_direct(&file, crate::buf::ALIGN).unwrap();
+        if direct {
+            assert!(
+                probe_direct(&file, 1000).is_err(),
+                "a 1000-byte O_DIRECT read"
+            );
+        }
+        let (buffered, _) = open_file(&path, false, false).unwrap();
+        probe_direct(&buffered, 1000).unwrap();
         std::fs::remove_dir_all(&dir).ok();
     }
 }

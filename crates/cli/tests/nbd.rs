@@ -339,6 +339,57 @@ fn tcp_clients_read_what_they_wrote() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A client that sends many large reads and never reads the replies: the
+/// server stops reading from it at its per-connection limits, so its memory
+/// stays bounded, and it serves another client meanwhile; every reply
+/// arrives once the first client reads.
+#[test]
+fn a_client_that_never_reads_its_replies_gets_back_pressure() {
+    let dir = data_dir("noread");
+    let s = Served::start(&dir);
+    let pid = s.child.id();
+    let (n, len) = (400u64, 4u32 << 20);
+    let mut a = connect(&s.sock());
+    let mut a_writer = a.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        for i in 0..n {
+            let offset = (i * len as u64) % (60 << 20);
+            a_writer.write_all(&request(0, 0, i, offset, len)).unwrap();
+        }
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    // Another client is served while the first one stalls.
+    let mut b = connect(&s.sock());
+    b.write_all(&request(0, 0, 7, 0, 4096)).unwrap();
+    let (handle, err, _) = reply(&mut b, 4096).unwrap();
+    assert_eq!((handle, err), (7, 0));
+    // The replies asked for are 1.6 GiB; the server holds at most 64 MiB
+    // for the connection, plus one request and its receive buffer.
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert!(peak_kib < 320 << 10, "server peak memory {peak_kib} KiB");
+    let mut seen = vec![false; n as usize];
+    for _ in 0..n {
+        let (handle, err, data) = reply(&mut a, len as usize).unwrap();
+        assert_eq!((err, data.len()), (0, len as usize));
+        assert!(
+            !std::mem::replace(&mut seen[handle as usize], true),
+            "reply {handle} twice"
+        );
+    }
+    sender.join().unwrap();
+    println!(
+        "never-reading client: server peak memory {} MiB",
+        peak_kib >> 10
+    );
+    s.stop();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A minimal NBD client for the crash and fuzz tests.
 fn connect(sock: &Path) -> UnixStream {
     let mut s = UnixStream::connect(sock).unwrap();

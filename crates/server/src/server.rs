@@ -143,6 +143,8 @@ struct Conn {
     out: VecDeque<Vec<u8>>,
     out_pos: usize,
     inflight: u32,
+    /// Bytes of queued replies and of the data of requests in flight.
+    held_bytes: u64,
     closing: bool,
     read_armed: bool,
     write_armed: bool,
@@ -152,6 +154,15 @@ struct Pending {
     conn: usize,
     gen: u32,
     handle: u64,
+    /// Data bytes the request holds (its read length or write payload).
+    bytes: u64,
+}
+
+impl Conn {
+    /// Whether the connection may start another request.
+    fn can_take(&self) -> bool {
+        self.inflight < MAX_INFLIGHT_PER_CONN && self.held_bytes < MAX_HELD_BYTES_PER_CONN
+    }
 }
 
 /// A listening NBD server for one volume.
@@ -166,6 +177,17 @@ pub struct Server {
 
 /// Receive buffer per connection; it grows only to hold one larger request.
 const READ_CHUNK: usize = 256 << 10;
+
+/// Requests one connection may have in flight; beyond it the server stops
+/// reading that connection until replies go out (back-pressure through the
+/// socket).
+pub const MAX_INFLIGHT_PER_CONN: u32 = 256;
+
+/// Bytes one connection may hold in the server: replies queued and not yet
+/// sent, plus the data of its requests in flight. A request is taken while
+/// the connection is below this, so its memory stays under this plus one
+/// request (32 MiB) plus the receive buffer (32 MiB).
+pub const MAX_HELD_BYTES_PER_CONN: u64 = 64 << 20;
 
 impl Server {
     /// A server for `export` on `listen`.
@@ -320,6 +342,7 @@ impl Connections<'_> {
             out: VecDeque::new(),
             out_pos: 0,
             inflight: 0,
+            held_bytes: 0,
             closing: false,
             read_armed: false,
             write_armed: false,
@@ -372,6 +395,7 @@ impl Frontend for Connections<'_> {
             return;
         };
         c.inflight -= 1;
+        c.held_bytes -= p.bytes;
         let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error));
         let mut msg = Vec::with_capacity(16 + d.len as usize);
         msg.extend_from_slice(&header);
@@ -421,6 +445,7 @@ impl Frontend for Connections<'_> {
             self.published_ns = now;
         }
         self.close_finished();
+        self.resume_paused(io);
         if self.server.shutdown.flag.load(Ordering::SeqCst) {
             self.stopping = true;
         }
@@ -428,6 +453,26 @@ impl Frontend for Connections<'_> {
             Flow::Stop
         } else {
             Flow::Continue
+        }
+    }
+}
+
+impl Connections<'_> {
+    /// Reads again from connections paused at their limits
+    /// ([`MAX_INFLIGHT_PER_CONN`], [`MAX_HELD_BYTES_PER_CONN`]) that are
+    /// below them now.
+    fn resume_paused(&mut self, io: &mut Io<'_>) {
+        let stopping = self.stopping;
+        for (idx, slot) in self.conns.iter_mut().enumerate() {
+            let Some(c) = slot.as_mut() else { continue };
+            if c.read_armed || c.closing || !c.can_take() {
+                continue;
+            }
+            let mut ctx = Ctx {
+                pending: &mut self.pending,
+                stats: &mut self.server.stats,
+            };
+            read_requests(c, idx, io, &mut ctx, stopping);
         }
     }
 }
@@ -472,6 +517,7 @@ fn run_handshake(mut s: Stream, export: &Export, inbox: &Mutex<Vec<Stream>>, wak
 }
 
 fn queue_reply(c: &mut Conn, msg: Vec<u8>, idx: usize, io: &mut Io<'_>) {
+    c.held_bytes += msg.len() as u64;
     c.out.push_back(msg);
     if !c.write_armed {
         flush_out(c, idx, io);
@@ -486,6 +532,7 @@ fn flush_out(c: &mut Conn, idx: usize, io: &mut Io<'_>) {
             Ok(n) => {
                 c.out_pos += n;
                 if c.out_pos == front.len() {
+                    c.held_bytes -= front.len() as u64;
                     c.out.pop_front();
                     c.out_pos = 0;
                 }
@@ -498,6 +545,7 @@ fn flush_out(c: &mut Conn, idx: usize, io: &mut Io<'_>) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => {
                 // The client is gone: drop what it will never read.
+                c.held_bytes -= c.out.iter().map(|m| m.len() as u64).sum::<u64>();
                 c.out.clear();
                 c.out_pos = 0;
                 c.closing = true;
@@ -517,9 +565,11 @@ fn read_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, s
     parse_requests(c, idx, io, ctx, stopping);
     if eof {
         c.closing = true;
-    } else {
+    } else if c.can_take() {
         arm_read(c, idx, io); // nothing when closing
     }
+    // Otherwise the connection pauses: `before_wait` resumes it once
+    // replies have gone out.
 }
 
 /// Compacts the receive buffer, then reads until the socket would block or
@@ -566,6 +616,9 @@ fn receive(c: &mut Conn) -> bool {
 /// of an oversized write; closes the connection on broken framing.
 fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
     loop {
+        if !c.can_take() {
+            break;
+        }
         if c.discard > 0 {
             let skip = (c.discard as usize).min(c.rend - c.rpos);
             c.rpos += skip;
@@ -706,12 +759,15 @@ fn start_request(
 ) {
     match decode(&h, payload, io.volume()) {
         Decoded::Request(req) => {
+            let bytes = h.length as u64;
             let id = ctx.pending.insert(Pending {
                 conn: idx,
                 gen: c.gen,
                 handle: h.handle,
+                bytes,
             });
             c.inflight += 1;
+            c.held_bytes += bytes;
             io.submit(id as u64, req);
         }
         Decoded::Disconnect => c.closing = true,

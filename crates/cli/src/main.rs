@@ -512,7 +512,7 @@ fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) ->
     }
     if fast.is_none() {
         // Check the policy and its parameters before reading the trace.
-        tiermux_trace::replay::replay_policy(policy, &params, &[], 1)?;
+        tiermux_trace::replay::replay_policy(policy, &params, std::iter::empty(), 1)?;
     }
     let t0 = Instant::now();
     let t = tiermux_trace::read_trace(trace)?;
@@ -521,7 +521,7 @@ fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) ->
         "{}: {} requests, {} page references, policy {policy}",
         trace.display(),
         t.requests,
-        t.pages.len()
+        t.page_count
     );
     outln!(
         "{:>12} {:>10} {:>16} {:>16} {:>14}",
@@ -535,11 +535,11 @@ fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) ->
         let s = Instant::now();
         let (hit, on_cache, on_home) = match fast {
             Some(kind) => {
-                let h = tiermux_trace::replay::hit_ratio(&t.pages, kind, n);
+                let h = tiermux_trace::replay::hit_ratio(t.pages(), kind, n);
                 (h, h, 0.0)
             }
             None => {
-                let r = tiermux_trace::replay::replay_policy(policy, &params, &t.pages, n as u64)?;
+                let r = tiermux_trace::replay::replay_policy(policy, &params, t.pages(), n as u64)?;
                 let share = |d: usize| r.hits_by_device[d] as f64 / r.accesses.max(1) as f64;
                 (r.hit_ratio(), share(0), share(1))
             }
@@ -551,10 +551,10 @@ fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) ->
             hit * 100.0,
             on_cache * 100.0,
             on_home * 100.0,
-            t.pages.len() as f64 / secs
+            t.page_count as f64 / secs
         );
     }
-    outln!("(trace read and expanded in {load_s:.2} s)");
+    outln!("(trace read in {load_s:.2} s)");
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! The ARC paper's trace format (Megiddo and Modha, FAST '03): one request
 //! per line, `start_block block_count ignored request_number`, in 512-byte
-//! pages, plain or zstd-compressed. Requests are expanded to their pages.
+//! pages, plain or zstd-compressed. Requests are kept as runs of pages and
+//! expanded one page at a time as they are replayed, so memory does not
+//! depend on request sizes.
 
 use std::io::Read;
 use std::path::Path;
@@ -9,13 +11,24 @@ use anyhow::{bail, Context, Result};
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
-/// A trace expanded to page references, in memory.
+/// A trace in memory: its requests as runs of pages.
 #[derive(Debug)]
 pub struct Trace {
-    /// Page numbers in reference order.
-    pub pages: Vec<u64>,
+    /// Each request's first page and page count, in order.
+    pub runs: Vec<(u64, u32)>,
     /// Requests (lines) read.
     pub requests: u64,
+    /// Page references in all (the sum of the runs' counts).
+    pub page_count: u64,
+}
+
+impl Trace {
+    /// The page references in order, one page at a time.
+    pub fn pages(&self) -> impl Iterator<Item = u64> + Clone + '_ {
+        self.runs
+            .iter()
+            .flat_map(|&(start, count)| start..start + count as u64)
+    }
 }
 
 /// Reads a trace file, decompressing zstd when the file starts with its magic.
@@ -59,8 +72,9 @@ fn field(tok: Option<&[u8]>, name: &str, file: &str, line: usize) -> Result<u64>
 
 /// Parses trace text; errors name the file, line and field.
 pub fn parse_trace(text: &[u8], file: &str) -> Result<Trace> {
-    let mut pages = Vec::with_capacity(text.len() / 8);
+    let mut runs = Vec::with_capacity(text.len() / 16);
     let mut requests = 0;
+    let mut page_count = 0;
     if !text.is_empty() && !text.ends_with(b"\n") {
         let line = text.split(|&c| c == b'\n').count();
         bail!("{file}:{line}: trace is truncated (the last line has no newline)");
@@ -87,20 +101,36 @@ pub fn parse_trace(text: &[u8], file: &str) -> Result<Trace> {
         start.checked_add(count).with_context(|| {
             format!("{file}:{line}: field 'start_block': request overflows the address space")
         })?;
-        pages.extend(start..start + count);
+        runs.push((start, count as u32));
+        page_count += count;
         requests += 1;
     }
-    Ok(Trace { pages, requests })
+    Ok(Trace {
+        runs,
+        requests,
+        page_count,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A request of the largest size is one run in memory, expanded only
+    /// while it is read.
+    #[test]
+    fn large_requests_stay_runs() {
+        let t = parse_trace(b"5 16777216 0 1\n9 2 0 2\n", "t").unwrap();
+        assert_eq!(t.runs, vec![(5, 1 << 24), (9, 2)]);
+        assert_eq!(t.page_count, (1 << 24) + 2);
+        assert_eq!(t.pages().take(2).collect::<Vec<_>>(), vec![5, 6]);
+        assert_eq!(t.pages().last(), Some(10));
+    }
+
     #[test]
     fn expands_requests_and_reports_bad_lines() {
         let t = parse_trace(b"10 3 0 0\n20 1 0 1\n", "t").unwrap();
-        assert_eq!(t.pages, vec![10, 11, 12, 20]);
+        assert_eq!(t.pages().collect::<Vec<_>>(), vec![10, 11, 12, 20]);
         assert_eq!(t.requests, 2);
         let e = parse_trace(b"10 3 0 0\n20 x 0 1\n", "t")
             .unwrap_err()
@@ -127,7 +157,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let whole = dir.join("whole.lis.zst");
         std::fs::write(&whole, &packed).unwrap();
-        assert_eq!(read_trace(&whole).unwrap().pages.len(), 10_000);
+        assert_eq!(read_trace(&whole).unwrap().page_count, 10_000);
         let cut = dir.join("cut.lis.zst");
         std::fs::write(&cut, &packed[..packed.len() / 2]).unwrap();
         let e = format!("{:#}", read_trace(&cut).unwrap_err());
@@ -168,7 +198,7 @@ mod arc_trace {
             return;
         };
         let t = read_trace(&path).unwrap();
-        assert_eq!(t.pages.len(), 914_145);
+        assert_eq!(t.page_count, 914_145);
         let table = [
             (1_000, 32.83, 38.93),
             (2_000, 42.47, 46.08),
@@ -177,16 +207,21 @@ mod arc_trace {
             (15_000, 64.63, 65.40),
         ];
         for (n, lru, arc) in table {
-            let l = (hit_ratio(&t.pages, ReplacementKind::Lru, n) * 10_000.0).round() / 100.0;
+            let l = (hit_ratio(t.pages(), ReplacementKind::Lru, n) * 10_000.0).round() / 100.0;
             assert_eq!(l, lru, "LRU {n}");
-            let a = hit_ratio(&t.pages, ReplacementKind::Arc, n) * 100.0;
+            let a = hit_ratio(t.pages(), ReplacementKind::Arc, n) * 100.0;
             assert!((a - arc).abs() <= 0.05, "ARC {n}: {a} vs {arc}");
         }
         // Classic caching (LRU by default) through the dispatcher gives
         // Table IV's LRU column too, every hit served by the cache.
         for (n, lru, _) in &table[..3] {
-            let s = replay_policy("classic", &tiermux_core::Params::new(), &t.pages, *n as u64)
-                .unwrap();
+            let s = replay_policy(
+                "classic",
+                &tiermux_core::Params::new(),
+                t.pages(),
+                *n as u64,
+            )
+            .unwrap();
             assert_eq!(
                 (s.hit_ratio() * 10_000.0).round() / 100.0,
                 *lru,

@@ -18,9 +18,13 @@ use tiermux_core::types::MAX_DEVICES;
 use tiermux_core::{build_policy, Access, Dispatcher, Op, Outcome, Params, PolicyError, Purpose};
 
 /// Hit ratio of `pages` through a cache of `capacity` pages.
-pub fn hit_ratio(pages: &[u64], kind: ReplacementKind, capacity: usize) -> f64 {
+pub fn hit_ratio(
+    pages: impl IntoIterator<Item = u64>,
+    kind: ReplacementKind,
+    capacity: usize,
+) -> f64 {
     let mut c = HitRatioCache::new(kind, capacity);
-    for &p in pages {
+    for p in pages {
         c.access(p);
     }
     c.hit_ratio()
@@ -107,8 +111,8 @@ fn settle(dispatcher: &mut Dispatcher, s: &mut ReplayStats) {
 
 /// A two-device volume for a trace: a cache of `cache_pages` over a home
 /// device holding every page up to the largest the trace names.
-pub fn trace_volume(pages: &[u64], cache_pages: u64) -> VolumeSpec {
-    let num_blocks = pages.iter().max().map_or(1, |&m| m + 1);
+pub fn trace_volume(pages: impl IntoIterator<Item = u64>, cache_pages: u64) -> VolumeSpec {
+    let num_blocks = pages.into_iter().max().map_or(1, |m| m + 1);
     VolumeSpec {
         num_blocks,
         block_size: 512,
@@ -128,20 +132,21 @@ pub fn trace_volume(pages: &[u64], cache_pages: u64) -> VolumeSpec {
 }
 
 /// Runs the registered policy `name` with `params` on read references to
-/// `pages`, over [`trace_volume`].
+/// `pages`, over [`trace_volume`] (`pages` is read twice: for the volume's
+/// size, then to replay).
 pub fn replay_policy(
     name: &str,
     params: &Params,
-    pages: &[u64],
+    pages: impl Iterator<Item = u64> + Clone,
     cache_pages: u64,
 ) -> Result<ReplayStats, PolicyError> {
-    let volume = trace_volume(pages, cache_pages);
+    let volume = trace_volume(pages.clone(), cache_pages);
     let policy = build_policy(name, params, &volume, 1)?;
     let home = volume.home().expect("trace volumes have a home device");
     let mut dispatcher = Dispatcher::new(policy, home);
     Ok(replay(
         &mut dispatcher,
-        pages.iter().map(|&block| Access {
+        pages.map(|block| Access {
             block,
             op: Op::Read,
         }),
@@ -163,9 +168,13 @@ mod tests {
         let p = pages(50_000, 3);
         for (kind, name) in [(ReplacementKind::Lru, "lru"), (ReplacementKind::Arc, "arc")] {
             let params = Params::new().with("replacement", ParamValue::Str(name.into()));
-            let s = replay_policy("classic", &params, &p, 100).unwrap();
+            let s = replay_policy("classic", &params, p.iter().copied(), 100).unwrap();
             assert_eq!(s.accesses, p.len() as u64);
-            assert_eq!(s.hit_ratio(), hit_ratio(&p, kind, 100), "{name}");
+            assert_eq!(
+                s.hit_ratio(),
+                hit_ratio(p.iter().copied(), kind, 100),
+                "{name}"
+            );
             // Every hit is served by the cache; every miss reads home once
             // and fills the cache once.
             assert_eq!(s.hits_by_device[0], s.hits());
@@ -182,7 +191,7 @@ mod tests {
             if reg.name == "split" {
                 params.set("split_rate", ParamValue::Float(0.3));
             }
-            let s = replay_policy(reg.name, &params, &p, 100)
+            let s = replay_policy(reg.name, &params, p.iter().copied(), 100)
                 .unwrap_or_else(|e| panic!("{}: {e}", reg.name));
             assert_eq!(s.accesses, p.len() as u64, "{}", reg.name);
             assert_eq!(

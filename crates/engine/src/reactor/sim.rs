@@ -156,6 +156,16 @@ impl SimReactor {
         r
     }
 
+    /// Performs `op` on `fd` at once (the blocking operations of
+    /// [`Reactor::write_now`] and [`Reactor::sync_now`]).
+    fn perform_now(&mut self, fd: RawFd, op: FileOp) -> io::Result<()> {
+        assert!(!self.crashed, "the simulated process has crashed");
+        match self.perform(&FileJob { fd, op, token: 0 }) {
+            r if r < 0 => Err(io::Error::from_raw_os_error(-r)),
+            _ => Ok(()),
+        }
+    }
+
     /// Ends the process: writes in flight happened or not by a coin flip.
     fn end_in_flight(&mut self) {
         self.crashed = true;
@@ -280,33 +290,16 @@ impl Reactor for SimReactor {
     }
 
     fn write_now(&mut self, fd: RawFd, buf: &[u8], offset: u64) -> io::Result<()> {
-        assert!(!self.crashed, "the simulated process has crashed");
-        let job = FileJob {
-            fd,
-            op: FileOp::Write {
-                ptr: buf.as_ptr() as usize,
-                len: buf.len() as u32,
-                offset,
-            },
-            token: 0,
+        let op = FileOp::Write {
+            ptr: buf.as_ptr() as usize,
+            len: buf.len() as u32,
+            offset,
         };
-        match self.perform(&job) {
-            r if r < 0 => Err(io::Error::from_raw_os_error(-r)),
-            _ => Ok(()),
-        }
+        self.perform_now(fd, op)
     }
 
     fn sync_now(&mut self, fd: RawFd) -> io::Result<()> {
-        assert!(!self.crashed, "the simulated process has crashed");
-        let job = FileJob {
-            fd,
-            op: FileOp::Sync,
-            token: 0,
-        };
-        match self.perform(&job) {
-            r if r < 0 => Err(io::Error::from_raw_os_error(-r)),
-            _ => Ok(()),
-        }
+        self.perform_now(fd, FileOp::Sync)
     }
 
     fn boot_id(&self) -> String {

@@ -5,7 +5,7 @@
 //! journal and syncs the journal. Once it completes, every record below
 //! the mark is on stable storage and every device operation those records
 //! depend on is too. After a power cut, recovery replays the records up to
-//! the last durable mark (`journal.rs`); after a crash of the process
+//! the last durable mark (`journal/`); after a crash of the process
 //! alone it replays them all, since the kernel kept everything.
 //!
 //! That state must stay true until the next mark: a location it names for

@@ -226,4 +226,29 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         st.writes_held,
         st.device_errors
     );
+    if st.device_errors > 0 {
+        eprintln!("tiermux: {}", device_error_summary(vol, &st));
+    }
+}
+
+/// What device errors did: reads tried again, requests failed, entries
+/// repaired, devices out of service and the blocks at risk on them.
+fn device_error_summary(
+    vol: &tiermux_engine::Volume,
+    st: &tiermux_engine::volume::VolumeStats,
+) -> String {
+    let mut out = format!(
+        "device errors: {} failed, {} block reads tried again, {} requests answered with an error, {} placements repaired",
+        st.device_errors, st.read_retries, st.failed_requests, st.repairs
+    );
+    for (d, dev) in vol.devices().iter().enumerate() {
+        if st.out_of_service & (1 << d) != 0 {
+            let at_risk = vol.at_risk_blocks(d as u8);
+            out += &format!("; device '{}' out of service", dev.name);
+            if at_risk > 0 {
+                out += &format!(", AT RISK: {at_risk} blocks whose newest data is only on it");
+            }
+        }
+    }
+    out
 }

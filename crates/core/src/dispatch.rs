@@ -22,7 +22,8 @@ use std::collections::VecDeque;
 use crate::map::{BlockMap, Entry, PlacementMap};
 use crate::observe::Observation;
 use crate::policy::{Ctx, LockView, Policy, TickCtx};
-use crate::types::{Access, Io, Job, Op, Outcome, Plan, PlanIndex, Purpose, NO_DEP};
+use crate::safe::{after_failure, Failures};
+use crate::types::{Access, DeviceIndex, Io, Job, Op, Outcome, Plan, PlanIndex, Purpose, NO_DEP};
 
 /// A device operation ready to be performed.
 #[derive(Clone, Copy, Debug)]
@@ -53,6 +54,11 @@ pub struct Acked {
     pub outcome: Outcome,
     /// For a read: the payload of the read that served the client.
     pub payload: u64,
+    /// The access failed: a device operation serving the client (its read,
+    /// or one of its writes) failed. A failed read's payload holds no data.
+    /// A write whose plan can still fail or be saved by the repair is
+    /// settled by [`Finished::failed`].
+    pub failed: bool,
 }
 
 /// A change of the placement map, reported when change tracking is on (see
@@ -81,8 +87,13 @@ pub struct Finished {
     pub tag: u64,
     /// One of the blocks the plan held.
     pub block: u64,
-    /// The block's entry when the plan finished, before any waiter decides.
+    /// The block's entry when the plan finished, before any waiter decides
+    /// (after the repair of a plan with failed operations).
     pub entry: Entry,
+    /// The client access failed: its read failed, or (for a write) the
+    /// block's current copies after the repair are not all writes of this
+    /// plan that succeeded.
+    pub failed: bool,
 }
 
 /// What [`Dispatcher::pop_event`] reports.
@@ -191,6 +202,12 @@ struct Flight {
     acked: bool,
     outcome: Outcome,
     client_payload: u64,
+    /// The entries of the work's blocks before the decision.
+    pre: Vec<Entry>,
+    /// Operations that failed or were skipped.
+    failures: Failures,
+    /// An operation the client waits for failed.
+    client_failed: bool,
 }
 
 /// Counters about the dispatcher itself.
@@ -202,6 +219,11 @@ pub struct DispatchStats {
     pub jobs_started: u64,
     /// Plans currently in flight.
     pub in_flight: u64,
+    /// Device operations that failed, and operations skipped because the
+    /// read they copy failed.
+    pub failed_ops: u64,
+    /// Blocks whose entries were repaired after failed operations.
+    pub repairs: u64,
 }
 
 /// Runs a policy: locking, decisions and the operations' life cycle.
@@ -224,6 +246,8 @@ pub struct Dispatcher {
     tracking: bool,
     change_buf: Vec<(u64, Entry)>,
     events: VecDeque<MapEvent>,
+    /// The entries of the deciding work's blocks before its decision.
+    pre: Vec<Entry>,
 }
 
 impl Dispatcher {
@@ -246,6 +270,7 @@ impl Dispatcher {
             tracking: false,
             change_buf: Vec::new(),
             events: VecDeque::new(),
+            pre: Vec::new(),
         }
     }
 
@@ -391,7 +416,34 @@ impl Dispatcher {
 
     /// Reports that operation `index` of plan `flight` completed; `payload`
     /// is the driver's handle on the data it read (ignored for writes).
+    #[inline]
     pub fn complete(&mut self, flight: u32, index: PlanIndex, payload: u64) {
+        self.settle(flight, index, payload, true);
+    }
+
+    /// Reports that operation `index` of plan `flight` failed. The writes
+    /// that copy a failed read are skipped (never handed out); the client
+    /// access fails if the operation served it; when the plan finishes,
+    /// the blocks' entries are repaired (see [`crate::safe::after_failure`]).
+    pub fn fail(&mut self, flight: u32, index: PlanIndex) {
+        self.settle(flight, index, 0, false);
+    }
+
+    fn settle(&mut self, flight: u32, index: PlanIndex, payload: u64, ok: bool) {
+        self.account(flight, index, payload, ok);
+        let f = &mut self.flights[flight as usize];
+        if !f.acked && f.acks_remaining == 0 {
+            Self::ack(f, &mut self.acked);
+        }
+        if f.remaining == 0 {
+            self.to_finish.push(flight);
+            self.pump();
+        }
+    }
+
+    /// Counts operation `index` of `flight` done, and hands out the
+    /// operations that waited for it, or (when it failed) skips them.
+    fn account(&mut self, flight: u32, index: PlanIndex, payload: u64, ok: bool) {
         let f = &mut self.flights[flight as usize];
         let io = f.ios[index as usize];
         f.payloads[index as usize] = payload;
@@ -408,24 +460,34 @@ impl Dispatcher {
             f.client_payload = payload;
         }
         let tag = f.work.tag();
-        // Dependents come later in the plan (checked by `Plan::push`).
-        for (j, dep) in f.ios.iter().enumerate().skip(index as usize + 1) {
-            if dep.after == index {
-                self.ready.push_back(Ready {
-                    flight,
-                    index: j as PlanIndex,
-                    io: *dep,
-                    src_payload: payload,
-                    tag,
-                });
+        if ok {
+            // Dependents come later in the plan (checked by `Plan::push`).
+            for (j, dep) in f.ios.iter().enumerate().skip(index as usize + 1) {
+                if dep.after == index {
+                    self.ready.push_back(Ready {
+                        flight,
+                        index: j as PlanIndex,
+                        io: *dep,
+                        src_payload: payload,
+                        tag,
+                    });
+                }
             }
+            return;
         }
-        if !f.acked && f.acks_remaining == 0 {
-            Self::ack(f, &mut self.acked);
+        self.stats.failed_ops += 1;
+        match io.dir {
+            Op::Write => f.failures.writes |= 1 << io.device,
+            Op::Read if io.purpose == Purpose::Client => f.failures.client_reads |= 1 << io.device,
+            Op::Read => {}
         }
-        if f.remaining == 0 {
-            self.to_finish.push(flight);
-            self.pump();
+        f.client_failed |= io.acks && io.purpose == Purpose::Client;
+        let skipped: Vec<PlanIndex> = (index as usize + 1..f.ios.len())
+            .filter(|&j| f.ios[j].after == index)
+            .map(|j| j as PlanIndex)
+            .collect();
+        for j in skipped {
+            self.account(flight, j, 0, false);
         }
     }
 
@@ -437,6 +499,7 @@ impl Dispatcher {
                 access,
                 outcome: f.outcome,
                 payload: f.client_payload,
+                failed: f.client_failed,
             });
         }
     }
@@ -483,6 +546,9 @@ impl Dispatcher {
         let block = work.block();
         self.plan.clear();
         self.jobs.clear();
+        self.pre.clear();
+        self.pre
+            .extend((block..work.end()).map(|b| self.map.get(b)));
         let may_write = exclusive || {
             let st = &self.locks.0[&block];
             st.readers == 1 && !st.writer
@@ -543,6 +609,9 @@ impl Dispatcher {
                     acked: false,
                     outcome,
                     client_payload: 0,
+                    pre: Vec::new(),
+                    failures: Failures::default(),
+                    client_failed: false,
                 });
                 (self.flights.len() - 1) as u32
             }
@@ -553,6 +622,9 @@ impl Dispatcher {
         // Hand the plan's buffer to the flight (no copy); the flight's old
         // buffer becomes the next plan's.
         std::mem::swap(&mut f.ios, &mut self.plan.ios);
+        std::mem::swap(&mut f.pre, &mut self.pre);
+        f.failures = Failures::default();
+        f.client_failed = false;
         f.payloads.clear();
         f.payloads.resize(f.ios.len(), 0);
         f.remaining = f.ios.len() as u32;
@@ -580,10 +652,15 @@ impl Dispatcher {
     }
 
     fn finish(&mut self, fid: u32) {
-        let (work, exclusive) = {
+        let (work, exclusive, failed) = {
             let f = &self.flights[fid as usize];
-            (f.work, f.exclusive)
+            (f.work, f.exclusive, f.client_failed)
         };
+        let mut failed = failed;
+        if !self.flights[fid as usize].failures.is_empty() {
+            self.repair(fid);
+            failed = self.write_failed(fid);
+        }
         if let Work::Job(job) = work {
             self.jobs.clear();
             let mut ctx = TickCtx {
@@ -602,10 +679,95 @@ impl Dispatcher {
                     tag: work.tag(),
                     block,
                     entry: self.map.get(block),
+                    failed,
                 }));
             }
             self.release(block, exclusive);
         }
+    }
+
+    /// Brings the entries of a plan whose operations failed to what the
+    /// devices still hold, through the policy. A read that shares its lock
+    /// with other readers leaves the map alone (they may be reading the
+    /// same copies); later accesses meet the failure again.
+    fn repair(&mut self, fid: u32) {
+        let f = &self.flights[fid as usize];
+        let work = f.work;
+        let block = work.block();
+        let alone = f.exclusive || self.locks.0.get(&block).is_some_and(|st| st.readers == 1);
+        if !alone {
+            return;
+        }
+        let written = f
+            .ios
+            .iter()
+            .filter(|io| io.dir == Op::Write)
+            .fold(0u8, |m, io| m | 1 << io.device);
+        let failures = Failures {
+            written,
+            ..f.failures
+        };
+        let pre = std::mem::take(&mut self.flights[fid as usize].pre);
+        let home = self.map.home();
+        for (b, &old) in (block..work.end()).zip(&pre) {
+            let now = self.map.get(b);
+            let target = after_failure(old, now, failures, home);
+            if target == now {
+                continue;
+            }
+            self.stats.repairs += 1;
+            self.jobs.clear();
+            let mut ctx = TickCtx {
+                map: &mut self.map,
+                locks: &self.locks,
+                jobs: &mut self.jobs,
+            };
+            self.policy.repair(b, target, &mut ctx);
+            self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        }
+        self.flights[fid as usize].pre = pre;
+        self.note_changes(None, 0);
+    }
+
+    /// Whether a plan with failed operations fails its client: a read
+    /// fails when its client read did (settled when acknowledged); a write
+    /// fails unless every current copy of its block, after the repair, is
+    /// one of its own writes that succeeded (a write-through write whose
+    /// cache half failed still succeeds: home holds the data).
+    fn write_failed(&self, fid: u32) -> bool {
+        let f = &self.flights[fid as usize];
+        let Work::Client { access, .. } = f.work else {
+            return false;
+        };
+        if access.op == Op::Read {
+            return f.client_failed;
+        }
+        let written_ok = f
+            .ios
+            .iter()
+            .filter(|io| io.dir == Op::Write && io.purpose == Purpose::Client)
+            .fold(0u8, |m, io| m | 1 << io.device)
+            & !f.failures.writes;
+        let current = crate::safe::current_copies(&self.map.get(access.block));
+        current == 0 || current & !written_ok != 0
+    }
+
+    /// Takes `device` out of service after it kept failing: the policy
+    /// stops placing data there and serves what it can from elsewhere.
+    /// Returns false when the policy cannot do without the device (then
+    /// its operations keep failing and reach the clients).
+    pub fn take_out_of_service(&mut self, device: DeviceIndex) -> bool {
+        self.jobs.clear();
+        let mut ctx = TickCtx {
+            map: &mut self.map,
+            locks: &self.locks,
+            jobs: &mut self.jobs,
+        };
+        let done = self.policy.take_out_of_service(device, &mut ctx);
+        self.note_changes(None, 0);
+        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        self.pump();
+        done
     }
 
     /// Releases `block`'s lock and grants it to the waiters that can have

@@ -19,6 +19,7 @@ pub mod policies;
 pub mod policy;
 pub mod replacement;
 pub mod rng;
+pub mod safe;
 pub mod segments;
 pub mod types;
 

@@ -220,6 +220,25 @@ pub trait Policy: Send {
         }
     }
 
+    /// Sets `block`'s entry to `target` after operations of its plan
+    /// failed, keeping the policy's own state (slots, replacement order,
+    /// dirty counts) in step. `target` keeps no copy the current entry
+    /// lacks, except a dirty block's only copy that the decision had not
+    /// moved (see [`crate::safe::after_failure`]). The default suits
+    /// policies whose only state is the map; every policy that keeps more
+    /// must override it.
+    fn repair(&mut self, block: u64, target: crate::map::Entry, ctx: &mut TickCtx<'_>) {
+        ctx.map.set(block, target);
+    }
+
+    /// Stops placing data on `device`, which keeps failing, and serves what
+    /// can be served from elsewhere. Returns false when the policy cannot
+    /// do without it (the default).
+    fn take_out_of_service(&mut self, device: DeviceIndex, ctx: &mut TickCtx<'_>) -> bool {
+        let _ = (device, ctx);
+        false
+    }
+
     /// Places `block` as if it had been admitted, without I/O (cache
     /// pre-warming). Returns false when the policy has nowhere to put it.
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {

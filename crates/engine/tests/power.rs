@@ -19,43 +19,12 @@
 
 mod common;
 
-use common::{config, data_dir, Harness, BS, MODES, VOL_BYTES};
+use common::{config, data_dir, stamp, version_of, Harness, BS, MODES, VOL_BYTES};
 use tiermux_core::rng::Rng;
 use tiermux_engine::reactor::power::Machine;
 use tiermux_engine::Request;
 
 const BLOCKS: usize = VOL_BYTES / BS;
-const MAGIC: u32 = 0x7e57_da7a;
-
-/// The content of version `v` of `block` (version 0 is the zeros a block
-/// starts with).
-fn stamp(block: usize, v: u32) -> Vec<u8> {
-    let mut b = vec![0u8; BS];
-    if v > 0 {
-        for w in b.chunks_exact_mut(16) {
-            w[0..8].copy_from_slice(&(block as u64).to_le_bytes());
-            w[8..12].copy_from_slice(&v.to_le_bytes());
-            w[12..16].copy_from_slice(&MAGIC.to_le_bytes());
-        }
-    }
-    b
-}
-
-/// Which version of `block` the bytes are, or why they are none.
-fn version_of(block: usize, bytes: &[u8]) -> Result<u32, String> {
-    if bytes.iter().all(|&b| b == 0) {
-        return Ok(0);
-    }
-    let v = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    if bytes[..] != stamp(block, v)[..] {
-        let owner = u64::from_le_bytes(bytes[0..8].try_into().unwrap());
-        return Err(format!(
-            "holds neither zeros nor one of its versions (first stamp: block {owner}, version {v})"
-        ));
-    }
-    Ok(v)
-}
-
 /// What the test knows about each block.
 struct Model {
     /// Versions issued so far (the latest issued).

@@ -10,7 +10,7 @@
 //! and adjusts those decisions on ticks.
 
 use super::param_err;
-use crate::map::PlacementMap;
+use crate::map::{Entry, PlacementMap};
 use crate::observe::Observation;
 use crate::params::Params;
 use crate::policy::{Ctx, DeviceRole, LockView, Policy, PolicyError, TickCtx, VolumeSpec};
@@ -173,6 +173,10 @@ pub struct CacheCore {
     flushes_queued: u32,
     flushing: bool,
     scan: Vec<u32>,
+    /// False once the cache device was taken out of service: nothing is
+    /// admitted, clean copies are no longer read, dirty ones still are
+    /// (and flushed) until they are overwritten.
+    in_service: bool,
 }
 
 impl CacheCore {
@@ -187,6 +191,7 @@ impl CacheCore {
             flushes_queued: 0,
             flushing: false,
             scan: Vec::new(),
+            in_service: true,
         }
     }
 
@@ -212,6 +217,54 @@ impl CacheCore {
         self.dirty_blocks
     }
 
+    /// True while the cache device is in service.
+    pub fn in_service(&self) -> bool {
+        self.in_service
+    }
+
+    /// Takes `device` out of service if it is the cache device (see
+    /// [`crate::Policy::take_out_of_service`]); the backing device cannot
+    /// be done without.
+    pub fn take_out_of_service(&mut self, device: DeviceIndex) -> bool {
+        if device == self.pair.cache {
+            self.in_service = false;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Brings the cache's own state (slots, replacement, dirty count) in
+    /// step with `block`'s entry changing from `now` to `target` after
+    /// failed operations, and returns the entry to store: `target`, without
+    /// a cache copy that `now` does not hold at the same slot (that slot
+    /// may have been given to another block meanwhile).
+    pub fn reconcile(&mut self, now: Entry, mut target: Entry) -> Entry {
+        let cache = self.pair.cache;
+        let held = now.valid_on(cache);
+        let same_slot = held && target.valid_on(cache) && target.loc(cache) == now.loc(cache);
+        if held && !same_slot {
+            self.repl.remove(now.loc(cache));
+            if now.dirty_on(cache) {
+                self.uncount_dirty();
+            }
+        }
+        if !same_slot && target.present & (1 << cache) != 0 {
+            // A copy the decision had dropped (a write that replaced it
+            // failed): its slot is gone, and the block is what the other
+            // copies hold.
+            target.drop_copy(cache);
+        }
+        if same_slot {
+            match (now.dirty_on(cache), target.dirty_on(cache)) {
+                (false, true) => self.dirty_blocks += 1,
+                (true, false) => self.uncount_dirty(),
+                _ => {}
+            }
+        }
+        target
+    }
+
     /// Serves a read. `admit_miss` says whether a miss may be admitted;
     /// `hit_to_cache` is asked, for clean hits only, whether the cache (true)
     /// or the home device (false) serves it. Dirty hits always use the cache.
@@ -224,6 +277,13 @@ impl CacheCore {
     ) -> Outcome {
         let CachePair { cache, backing } = self.pair;
         let e = ctx.map.get(block);
+        if !self.in_service && e.valid_on(cache) && !e.dirty_on(cache) {
+            if ctx.may_write {
+                self.invalidate(block, ctx.map);
+            }
+            ctx.plan.client(backing, Op::Read, block);
+            return Outcome::Hit(backing);
+        }
         if e.valid_on(cache) {
             let served = if e.dirty_on(cache) || hit_to_cache() {
                 self.repl.on_hit(e.loc(cache));
@@ -262,6 +322,12 @@ impl CacheCore {
         } else {
             Outcome::Miss
         };
+        if !self.in_service {
+            // The new data replaces any cached copy, dirty or not.
+            self.invalidate(block, ctx.map);
+            ctx.plan.client(backing, Op::Write, block);
+            return outcome;
+        }
         match self.cfg.write_mode {
             WriteMode::Through => {
                 let slot = if hit {
@@ -361,6 +427,9 @@ impl CacheCore {
         locks: &dyn LockView,
         jobs: &mut Vec<Job>,
     ) -> Option<u32> {
+        if !self.in_service {
+            return None;
+        }
         let cache = self.pair.cache;
         let admitted = {
             let m: &PlacementMap = map;
@@ -496,6 +565,9 @@ impl CacheCore {
         if map.get(block).valid_on(cache) {
             return true;
         }
+        if !self.in_service {
+            return false;
+        }
         match self.repl.admit(block, &mut |_| false) {
             Some(a) => {
                 let en = map.entry_mut(block);
@@ -608,6 +680,13 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
     }
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         self.core.warm(block, map)
+    }
+    fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
+        let target = self.core.reconcile(ctx.map.get(block), target);
+        ctx.map.set(block, target);
+    }
+    fn take_out_of_service(&mut self, device: DeviceIndex, _ctx: &mut TickCtx<'_>) -> bool {
+        self.core.take_out_of_service(device)
     }
     fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
         self.core.restore(map)

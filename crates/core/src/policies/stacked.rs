@@ -13,7 +13,7 @@
 
 use super::cache::{CacheConfig, CacheCore, CachePair, WriteMode, JOB_FLUSH};
 use super::Registered;
-use crate::map::PlacementMap;
+use crate::map::{Entry, PlacementMap};
 use crate::params::Params;
 use crate::policy::{Ctx, DeviceRole, Policy, PolicyError, TickCtx, VolumeSpec};
 use crate::types::{Access, DeviceIndex, Job, Op, Outcome, Purpose};
@@ -61,9 +61,13 @@ pub struct Stacked {
 
 impl Stacked {
     /// The fastest level holding a current copy of `block`.
+    /// Levels out of service hold only dirty copies that still count.
     fn holder(&self, block: u64, map: &PlacementMap) -> Option<usize> {
         let e = map.get(block);
-        self.levels.iter().position(|l| e.valid_on(l.pair.cache))
+        self.levels.iter().position(|l| {
+            let d = l.pair.cache;
+            e.valid_on(d) && (l.in_service() || e.dirty_on(d))
+        })
     }
 
     fn read(&mut self, block: u64, ctx: &mut Ctx<'_>) -> Outcome {
@@ -120,7 +124,10 @@ impl Stacked {
             if !e.valid_on(d) {
                 continue;
             }
-            if written_back || (mode == WriteMode::Around && !self.cfg.around_hit_updates) {
+            if written_back
+                || !self.levels[i].in_service()
+                || (mode == WriteMode::Around && !self.cfg.around_hit_updates)
+            {
                 self.levels[i].invalidate(block, ctx.map);
             } else {
                 self.levels[i].touch(e.loc(d));
@@ -140,6 +147,10 @@ impl Stacked {
     fn slot_or_admit(&mut self, i: usize, block: u64, ctx: &mut Ctx<'_>) -> Option<u32> {
         let level = &mut self.levels[i];
         let e = ctx.map.get(block);
+        if !level.in_service() {
+            level.invalidate(block, ctx.map);
+            return None;
+        }
         if e.valid_on(level.pair.cache) {
             level.touch(e.loc(level.pair.cache));
             return Some(e.loc(level.pair.cache));
@@ -186,6 +197,18 @@ impl Policy for Stacked {
     }
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         self.levels.iter_mut().any(|l| l.warm(block, map))
+    }
+    fn repair(&mut self, block: u64, mut target: Entry, ctx: &mut TickCtx<'_>) {
+        let now = ctx.map.get(block);
+        for level in &mut self.levels {
+            target = level.reconcile(now, target);
+        }
+        ctx.map.set(block, target);
+    }
+    fn take_out_of_service(&mut self, device: DeviceIndex, _ctx: &mut TickCtx<'_>) -> bool {
+        self.levels
+            .iter_mut()
+            .any(|l| l.take_out_of_service(device))
     }
     fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
         for (i, level) in self.levels.iter_mut().enumerate() {

@@ -21,6 +21,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 pub mod fallback;
+pub mod faults;
 pub mod power;
 pub mod sim;
 pub mod uring;

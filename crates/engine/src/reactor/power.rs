@@ -27,6 +27,8 @@ use std::sync::{Arc, Mutex};
 
 use tiermux_core::rng::Rng;
 
+use super::faults::{FaultOp, FaultSpec, FaultStats, Faults};
+
 /// The simulated machine that simulated reactors run on: its files' pending
 /// writes and its boot count. Clones share it.
 #[derive(Clone, Default)]
@@ -39,6 +41,7 @@ struct MachineState {
     files: VolatileFiles,
     boots: u64,
     stats: PowerCutStats,
+    faults: Faults,
 }
 
 impl Machine {
@@ -55,6 +58,21 @@ impl Machine {
     /// What power cuts did so far.
     pub fn stats(&self) -> PowerCutStats {
         self.state().stats
+    }
+
+    /// Makes the file at `path` fail operations as `spec` says, from now
+    /// on and across reactors (`faults.rs`); a default spec heals it.
+    pub fn inject_faults(&self, path: &std::path::Path, spec: FaultSpec) -> std::io::Result<()> {
+        self.state().faults.inject(path, spec)
+    }
+
+    /// The errors injected so far.
+    pub fn fault_stats(&self) -> FaultStats {
+        self.state().faults.stats
+    }
+
+    pub(crate) fn fails(&self, fd: RawFd, op: FaultOp, rng: &mut Rng) -> bool {
+        self.state().faults.fails(fd, op, rng)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, MachineState> {
@@ -77,6 +95,7 @@ impl Machine {
             files,
             boots,
             stats,
+            ..
         } = &mut *st;
         files.power_cut(rng, stats);
         *boots += 1;

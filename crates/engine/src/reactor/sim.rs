@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use tiermux_core::rng::Rng;
 
+use super::faults::FaultOp;
 use super::power::Machine;
 use super::{new_eventfd, run_job, Completion, FileJob, FileOp, Reactor, Waker};
 
@@ -142,6 +143,22 @@ impl SimReactor {
     /// Performs `job` on the real file, telling the machine about writes
     /// and syncs.
     fn perform(&mut self, job: &FileJob) -> i32 {
+        let kind = match job.op {
+            FileOp::Read { .. } => FaultOp::Read,
+            FileOp::Write { .. } => FaultOp::Write,
+            FileOp::Sync => FaultOp::Sync,
+        };
+        if self.machine.fails(job.fd, kind, &mut self.rng) {
+            // A failed write may have reached the file.
+            if kind == FaultOp::Write && self.rng.below(2) == 0 {
+                self.perform_unfailing(job);
+            }
+            return -rustix::io::Errno::IO.raw_os_error();
+        }
+        self.perform_unfailing(job)
+    }
+
+    fn perform_unfailing(&mut self, job: &FileJob) -> i32 {
         if let FileOp::Write { ptr, len, offset } = job.op {
             // SAFETY: the reactor's `write` contract keeps the buffer valid
             // and unmodified until the job's completion is returned, which

@@ -2,7 +2,6 @@
 //! (reads into pooled buffers, client writes, copies), waiting out an
 //! emulated device's time, and feeding completions back.
 
-use tiermux_core::dispatch::NO_TAG;
 use tiermux_core::Op;
 
 use super::{split_tag, token, DevOp, Volume, KIND_DEV_IO, KIND_EMU_WAIT, KIND_MARK, KIND_SHIFT};
@@ -63,7 +62,6 @@ impl Volume {
             device: io.device,
             dir: io.dir,
             buf,
-            tag: ready.tag,
             submitted_ns: now,
             deadline_ns,
             result: 0,
@@ -113,34 +111,74 @@ impl Volume {
         self.devices[op.device as usize].completed(op.dir, bs);
         self.obs
             .device_op(op.device as usize, op.dir, bs, now - op.submitted_ns);
-        if !ok {
-            self.stats.device_errors += 1;
-            let dev = &self.devices[op.device as usize];
-            eprintln!(
-                "tiermux: {} on device '{}' failed: {}",
-                if op.dir == Op::Read { "read" } else { "write" },
-                dev.name,
-                if op.result < 0 {
-                    rustix::io::Errno::from_raw_os_error(-op.result).to_string()
-                } else {
-                    format!("short transfer of {} bytes", op.result)
-                }
-            );
-            if op.tag != NO_TAG {
-                if let Some(req) = self.reqs.get_mut(split_tag(op.tag).0) {
-                    req.error = rustix::io::Errno::IO.raw_os_error();
-                }
-            }
-        }
-        let payload = if op.dir == Op::Read {
-            op.buf.unwrap_or(0) as u64
+        if ok {
+            self.health.succeeded(op.device);
+            let payload = if op.dir == Op::Read {
+                op.buf.unwrap_or(0) as u64
+            } else {
+                0
+            };
+            self.dispatcher.complete(op.flight, op.index, payload);
         } else {
-            0
-        };
-        self.dispatcher.complete(op.flight, op.index, payload);
+            let what = if op.dir == Op::Read { "read" } else { "write" };
+            let why = if op.result < 0 {
+                rustix::io::Errno::from_raw_os_error(-op.result).to_string()
+            } else {
+                format!("short transfer of {} bytes", op.result)
+            };
+            self.device_failed(op.device, what, &why, 1);
+            // The dispatcher skips the copies of a failed read and repairs
+            // the map when the plan finishes; a client access it served
+            // fails (`on_acked`, `durable`).
+            self.dispatcher.fail(op.flight, op.index);
+        }
         self.drain(r);
         if let Some(id) = op.buf {
             self.pool.release(id);
+        }
+    }
+
+    /// Counts a failed operation (`weight` failures: a failed sync counts
+    /// as the device failing) and takes the device out of service when it
+    /// keeps failing.
+    pub(super) fn device_failed(&mut self, device: u8, what: &str, why: &str, weight: u32) {
+        self.stats.device_errors += 1;
+        let name = &self.devices[device as usize].name;
+        let h = &mut self.health;
+        if h.should_log(device) {
+            eprintln!("tiermux: {what} on device '{name}' failed: {why}");
+        }
+        if !h.failed(device, weight) {
+            return;
+        }
+        let errors = h.errors(device);
+        if self.dispatcher.take_out_of_service(device) {
+            self.health.out_of_service(device);
+            // Checkpoints no longer sync it.
+            let out = self.health.out_of_service_mask();
+            let fds = self
+                .devices
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| out & (1 << i) == 0)
+                .map(|(_, d)| d.fd())
+                .collect();
+            self.meta.set_data_fds(fds);
+            let at_risk = self.at_risk_blocks(device);
+            eprintln!(
+                "tiermux: device '{name}' keeps failing ({errors} errors); taken out of service. \
+                 Reads of clean data go to the other devices.{}",
+                if at_risk > 0 {
+                    format!(" AT RISK: {at_risk} blocks whose newest data is only on it (their reads fail while it fails)")
+                } else {
+                    String::new()
+                }
+            );
+        } else {
+            eprintln!(
+                "tiermux: device '{name}' keeps failing ({errors} errors); policy '{}' cannot do without it: requests it serves fail",
+                self.dispatcher.policy().name()
+            );
         }
     }
 }

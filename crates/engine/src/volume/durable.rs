@@ -4,7 +4,9 @@
 //! `ARCHITECTURE.md`, "Crash safety").
 
 use tiermux_core::dispatch::{MapEvent, NO_TAG};
-use tiermux_core::map::LOC_DEVICES;
+use tiermux_core::safe::{
+    changed_copies, current_copies as valid, drop_devices, pre_entry, relocated, strip_flags,
+};
 use tiermux_core::{Entry, Op};
 
 use super::{split_tag, Phase, Volume};
@@ -50,6 +52,9 @@ impl Volume {
                         .open_flights
                         .checked_sub(1)
                         .expect("more plans finished than submitted");
+                    if f.failed && !rmw && req.op == Op::Write {
+                        req.error = rustix::io::Errno::IO.raw_os_error();
+                    }
                     if !rmw && req.op == Op::Write && req.phase == Phase::Access {
                         req.pending = req
                             .pending
@@ -65,67 +70,6 @@ impl Volume {
             }
         }
     }
-}
-
-fn strip_flags(mut e: Entry) -> Entry {
-    e.flags = 0;
-    e
-}
-
-/// Copies that hold the block's current data.
-fn valid(e: &Entry) -> u8 {
-    let v = e.present & !e.stale;
-    if e.dirty != 0 {
-        v & e.dirty
-    } else {
-        v
-    }
-}
-
-fn drop_devices(mut e: Entry, devices: u8, home: u8) -> Entry {
-    let devices = devices & !(1 << home);
-    for d in 0..tiermux_core::types::MAX_DEVICES as u8 {
-        if devices & (1 << d) != 0 {
-            e.drop_copy(d);
-        }
-    }
-    e
-}
-
-/// Devices present in both entries at different locations.
-fn relocated(old: &Entry, new: &Entry) -> u8 {
-    (0..LOC_DEVICES as u8)
-        .filter(|&d| old.present & new.present & (1 << d) != 0 && old.loc(d) != new.loc(d))
-        .fold(0, |m, d| m | 1 << d)
-}
-
-/// Devices whose copy in `old` is not kept as it is in `new`: gone, or at
-/// another location.
-fn changed_copies(old: &Entry, new: &Entry) -> u8 {
-    (old.present & !new.present) | relocated(old, new)
-}
-
-/// The durable entry of a decision's own block while its plan runs: the
-/// old entry without the copies the plan overwrites and those the decision
-/// drops or moves. The only current copy of a dirty block is kept even when
-/// overwritten in place (as a disk overwrites a sector).
-pub(super) fn pre_entry(old: Entry, new: Entry, written: u8, home: u8) -> Entry {
-    let old = strip_flags(old);
-    let dropped = valid(&old) & !valid(&new);
-    let removed = (written | changed_copies(&old, &new) | dropped) & !(1 << home);
-    if valid(&old) & !removed == 0 {
-        // Every current copy is being replaced. A dirty block's copy is the
-        // only current data (home is older), so it stays; a clean block
-        // falls back to its home copy.
-        if old.dirty != 0 {
-            return old;
-        }
-        return Entry {
-            present: 1 << home,
-            ..Entry::default()
-        };
-    }
-    drop_devices(old, removed, home)
 }
 
 /// The durable entry of a block another decision touched (an eviction):
@@ -163,37 +107,6 @@ mod tests {
             flags: 0,
             loc: [slot, 0, 0],
         }
-    }
-
-    #[test]
-    fn pre_entries_never_point_at_space_being_written() {
-        let home = 1;
-        // Write-back hit on a clean cached block: the cache copy is dropped
-        // while it is overwritten.
-        assert_eq!(
-            pre_entry(e(0b11, 0, 5), e(0b11, 0b01, 5), 0b01, home),
-            e(0b10, 0, 0)
-        );
-        // Dirty hit overwritten in place: unchanged (the only copy).
-        assert_eq!(
-            pre_entry(e(0b11, 0b01, 5), e(0b11, 0b01, 5), 0b01, home),
-            e(0b11, 0b01, 5)
-        );
-        // Flush (writes home): keeps the dirty cache copy.
-        assert_eq!(
-            pre_entry(e(0b11, 0b01, 5), e(0b11, 0, 5), 0b10, home),
-            e(0b11, 0b01, 5)
-        );
-        // Admission: nothing to drop before the fill.
-        assert_eq!(
-            pre_entry(e(0b10, 0, 0), e(0b11, 0, 7), 0b01, home),
-            e(0b10, 0, 0)
-        );
-        // Write-through hit: the cache copy is dropped, home stays.
-        assert_eq!(
-            pre_entry(e(0b11, 0, 5), e(0b11, 0, 5), 0b11, home),
-            e(0b10, 0, 0)
-        );
     }
 
     #[test]

@@ -53,6 +53,9 @@ struct MarkRun {
     journal_phase: bool,
     /// The first error of a sync, as a positive errno.
     error: i32,
+    /// Data is at risk on a device out of service: the mark still covers
+    /// the records, but the flushes waiting for it fail.
+    at_risk: bool,
     /// Requests that complete with the mark.
     waiters: Vec<usize>,
 }
@@ -101,17 +104,25 @@ impl Volume {
             return Ok(());
         }
         self.meta.commit(r)?;
+        // A device out of service is not synced; the data it still holds
+        // (blocks at risk) makes every flush fail instead.
+        let out = self.health.out_of_service_mask();
+        let at_risk = out != 0 && (0..8).any(|d| out & (1 << d) != 0 && self.at_risk_blocks(d) > 0);
+        let in_service: Vec<usize> = (0..self.devices.len())
+            .filter(|&d| out & (1 << d) == 0)
+            .collect();
         let m = &mut self.marks;
         m.wanted = false;
         m.current = Some(MarkRun {
             seq: self.meta.next_seq(),
-            pending: self.devices.len(),
+            pending: in_service.len(),
             journal_phase: false,
             error: 0,
+            at_risk,
             waiters: std::mem::take(&mut m.waiting),
         });
-        for (d, dev) in self.devices.iter().enumerate() {
-            r.fsync(dev.fd(), token(KIND_MARK, d));
+        for d in in_service {
+            r.fsync(self.devices[d].fd(), token(KIND_MARK, d));
         }
         Ok(())
     }
@@ -129,9 +140,21 @@ impl Volume {
             index == JOURNAL,
             "sync of the mark's phase"
         );
-        if result < 0 && run.error == 0 {
-            run.error = -result;
+        if result < 0 {
+            if run.error == 0 {
+                run.error = -result;
+            }
+            if index != JOURNAL {
+                let why = rustix::io::Errno::from_raw_os_error(-result).to_string();
+                self.device_failed(
+                    index as u8,
+                    "sync",
+                    &why,
+                    super::OUT_OF_SERVICE_AFTER_ERRORS,
+                );
+            }
         }
+        let run = self.marks.current.as_mut().expect("a mark in progress");
         run.pending = run.pending.checked_sub(1).expect("more syncs than issued");
         if run.pending > 0 {
             return Ok(());
@@ -149,16 +172,19 @@ impl Volume {
             self.meta.marked(run.seq);
             self.marks.completed += 1;
         } else {
-            self.stats.device_errors += 1;
             eprintln!(
                 "tiermux: a sync failed ({}); flushes waiting for it fail",
                 rustix::io::Errno::from_raw_os_error(run.error)
             );
         }
+        let error = match (run.error, run.at_risk) {
+            (0, true) => rustix::io::Errno::IO.raw_os_error(),
+            (e, _) => e,
+        };
         for idx in run.waiters {
             let req = self.reqs.get_mut(idx).expect("request waiting for a mark");
             if req.error == 0 {
-                req.error = run.error;
+                req.error = error;
             }
             req.phase = Phase::Access;
             self.finished.push(idx);

@@ -30,10 +30,12 @@ use tiermux_core::{build_policy, Access, Dispatcher, ObservationBuilder, Op, Out
 mod bufpool;
 mod device_io;
 mod durable;
+mod health;
 mod marks;
 mod request;
 
 use bufpool::BufPool;
+pub use health::OUT_OF_SERVICE_AFTER_ERRORS;
 use request::{client_tag, split_tag, Phase, Req};
 pub use request::{Done, Request};
 
@@ -64,7 +66,6 @@ struct DevOp {
     dir: Op,
     /// Pool buffer read into or written from; `None` for client writes.
     buf: Option<u32>,
-    tag: u64,
     submitted_ns: u64,
     deadline_ns: u64,
     result: i32,
@@ -88,6 +89,14 @@ pub struct VolumeStats {
     pub marks: u64,
     /// Device writes that waited for a mark.
     pub writes_held: u64,
+    /// Client block reads that failed and were tried again.
+    pub read_retries: u64,
+    /// Client requests answered with an I/O error.
+    pub failed_requests: u64,
+    /// Block entries repaired after failed device operations.
+    pub repairs: u64,
+    /// Devices taken out of service (bit per device).
+    pub out_of_service: u8,
 }
 
 /// A volume over opened devices.
@@ -115,6 +124,7 @@ pub struct Volume {
     /// A metadata error met while handling a completion, reported by the
     /// next [`Volume::end_batch`].
     meta_error: Option<crate::journal::MetaError>,
+    health: health::Health,
 }
 
 /// Why a volume could not be opened.
@@ -276,6 +286,7 @@ impl Volume {
             recovery,
             marks: Default::default(),
             meta_error: None,
+            health: health::Health::new(cfg.devices.len()),
         })
     }
 
@@ -309,8 +320,20 @@ impl Volume {
         VolumeStats {
             marks: self.marks.completed,
             writes_held: self.marks.writes_held,
+            repairs: self.dispatcher.stats().repairs,
+            out_of_service: self.health.out_of_service_mask(),
             ..self.stats
         }
+    }
+
+    /// Blocks whose newest data is only on device `d` (dirty there): what a
+    /// failing cache device puts at risk.
+    pub fn at_risk_blocks(&self, d: u8) -> u64 {
+        self.dispatcher
+            .map()
+            .iter()
+            .filter(|(_, e)| e.dirty_on(d))
+            .count() as u64
     }
 
     /// True when no request, device operation or background job is in flight.
@@ -531,7 +554,26 @@ impl Volume {
         }
         let (idx, rmw, i) = split_tag(a.tag);
         let bs = self.cfg.block_size as usize;
+        if a.failed && a.access.op == Op::Read && self.retry_read(idx, i, rmw, a) {
+            return;
+        }
         let req = self.reqs.get_mut(idx).expect("request of an ack");
+        if a.failed && a.access.op == Op::Read {
+            req.error = rustix::io::Errno::IO.raw_os_error();
+            req.pending = req
+                .pending
+                .checked_sub(1)
+                .expect("more blocks read than requested");
+            if req.pending == 0 {
+                if rmw {
+                    // The merged blocks cannot be written: the request fails.
+                    self.finished.push(idx);
+                } else {
+                    self.request_accessed(idx);
+                }
+            }
+            return;
+        }
         match (a.access.op, rmw) {
             (Op::Read, false) => {
                 let src = &self.pool.bufs[a.payload as usize];
@@ -559,11 +601,33 @@ impl Volume {
                     .checked_sub(1)
                     .expect("more blocks read than requested");
                 if req.pending == 0 {
-                    self.start_access(idx, r);
+                    if req.error != 0 {
+                        // The other block's read failed.
+                        self.finished.push(idx);
+                    } else {
+                        self.start_access(idx, r);
+                    }
                 }
             }
             _ => {}
         }
+    }
+
+    /// A client read of block `i` of request `idx` failed: tries it once
+    /// more (the failed plan's repair may have dropped the copy that could
+    /// not be read, so the retry reads another one). False when it was
+    /// tried already.
+    fn retry_read(&mut self, idx: usize, i: usize, rmw: bool, a: tiermux_core::Acked) -> bool {
+        let req = self.reqs.get_mut(idx).expect("request of an ack");
+        let key = (i as u32) << 1 | u32::from(rmw);
+        if req.retried.contains(&key) {
+            return false;
+        }
+        req.retried.push(key);
+        req.open_flights += 1;
+        self.stats.read_retries += 1;
+        self.dispatcher.submit(a.tag, a.access);
+        true
     }
 
     /// Every block access of a request is done.
@@ -696,6 +760,7 @@ impl Volume {
         );
         let freed_rmw = self.retire(idx);
         self.stats.requests += 1;
+        self.stats.failed_requests += u64::from(error != 0);
         self.obs.client_op(op, len as u64, now - started_ns);
         let is_read = op == Op::Read && !kind_flush && nblocks > 0;
         let done = Done {
@@ -725,7 +790,13 @@ impl Volume {
     /// [`Volume::is_idle`]), makes every device's data durable, then
     /// writes a final checkpoint (whose entries point at that data).
     pub fn close(&mut self, r: &mut dyn Reactor) -> Result<(), crate::journal::MetaError> {
-        for d in &self.devices {
+        let out = self.health.out_of_service_mask();
+        for (_, d) in self
+            .devices
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| out & (1 << i) == 0)
+        {
             r.sync_now(d.fd())
                 .map_err(|source| crate::journal::MetaError::Io {
                     path: d.path.clone(),

@@ -119,6 +119,9 @@ pub(super) struct Req {
     pub(super) zero_rest: u64,
     /// For such a write-zeroes: whether the whole request asked for FUA.
     pub(super) fua_rest: bool,
+    /// Block reads tried a second time after failing, as `index << 1 |
+    /// rmw` (each is tried again once).
+    pub(super) retried: Vec<u32>,
 }
 
 impl Req {
@@ -176,6 +179,7 @@ impl Req {
             replied: false,
             zero_rest: 0,
             fua_rest: false,
+            retried: Vec::new(),
         }
     }
 
@@ -200,6 +204,7 @@ impl Req {
             replied: false,
             zero_rest: 0,
             fua_rest: false,
+            retried: Vec::new(),
         }
     }
 }

@@ -14,6 +14,40 @@ use tiermux_engine::{Done, Flow, Frontend, Io, Request, Runtime, Volume, VolumeC
 pub const VOL_BYTES: usize = 4 << 20;
 pub const BS: usize = 4096;
 
+/// Every block write in the randomized tests is whole blocks stamped with
+/// the block's number and a version, so a read tells exactly which write
+/// it returns.
+const MAGIC: u32 = 0x7e57_da7a;
+
+/// The content of version `v` of `block` (version 0 is the zeros a block
+/// starts with).
+pub fn stamp(block: usize, v: u32) -> Vec<u8> {
+    let mut b = vec![0u8; BS];
+    if v > 0 {
+        for w in b.chunks_exact_mut(16) {
+            w[0..8].copy_from_slice(&(block as u64).to_le_bytes());
+            w[8..12].copy_from_slice(&v.to_le_bytes());
+            w[12..16].copy_from_slice(&MAGIC.to_le_bytes());
+        }
+    }
+    b
+}
+
+/// Which version of `block` the bytes are, or why they are none.
+pub fn version_of(block: usize, bytes: &[u8]) -> Result<u32, String> {
+    if bytes.iter().all(|&b| b == 0) {
+        return Ok(0);
+    }
+    let v = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    if bytes[..] != stamp(block, v)[..] {
+        let owner = u64::from_le_bytes(bytes[0..8].try_into().unwrap());
+        return Err(format!(
+            "holds neither zeros nor one of its versions (first stamp: block {owner}, version {v})"
+        ));
+    }
+    Ok(v)
+}
+
 /// Which reactor a test runs on.
 #[derive(Clone, Copy, Debug)]
 pub enum Backend {

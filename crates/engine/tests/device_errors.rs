@@ -1,0 +1,383 @@
+//! Device errors in virtual time: the real volume on the simulated reactor,
+//! whose machine fails chosen devices' reads, writes and syncs with EIO
+//! (`reactor/faults.rs`; a failed write may or may not have reached the
+//! device). Randomized whole-block requests (stamped, as in the power-cut
+//! test) run with clean restarts, and every reply is checked:
+//! - a read never returns data that was not written to its block;
+//! - a read returns exactly the last acknowledged write, unless a write to
+//!   that block failed since (then any earlier version of the block);
+//! - where the data is still on a working device, nothing fails: with
+//!   errors only on the cache devices of a write-through or write-around
+//!   cache, every read and write succeeds;
+//! - a cache device that dies is taken out of service: write-through and
+//!   write-around lose nothing and fail no read or write; write-back keeps
+//!   serving every block whose newest data is elsewhere, and the blocks
+//!   whose newest data was only on the dead device are reported at risk.
+
+mod common;
+
+use common::{config, data_dir, stamp, version_of, Harness, BS, MODES, VOL_BYTES};
+use tiermux_core::rng::Rng;
+use tiermux_engine::reactor::faults::FaultSpec;
+use tiermux_engine::reactor::power::Machine;
+use tiermux_engine::{Request, VolumeConfig};
+
+const BLOCKS: usize = VOL_BYTES / BS;
+
+/// What the test knows about each block.
+struct Model {
+    issued: Vec<u32>,
+    acked: Vec<u32>,
+    /// A write to the block failed since its last acknowledged one.
+    uncertain: Vec<bool>,
+}
+
+/// What each request in flight was.
+enum Sent {
+    Read { first: usize, n: usize },
+    Write { first: usize, versions: Vec<u32> },
+    Flush,
+}
+
+/// Which failures a run tolerates.
+#[derive(Clone, Copy)]
+struct Expect {
+    /// Reads and writes never fail.
+    no_client_errors: bool,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    reads_checked: u64,
+    failed_reads: u64,
+    failed_writes: u64,
+    failed_flushes: u64,
+}
+
+struct Run<'a> {
+    tag: &'a str,
+    policy: &'a str,
+    extra: &'a str,
+    seed: u64,
+    cfg: VolumeConfig,
+    machine: Machine,
+    m: Model,
+    rng: Rng,
+    counts: Counts,
+}
+
+impl<'a> Run<'a> {
+    fn new(tag: &'a str, policy: &'a str, extra: &'a str, seed: u64) -> Run<'a> {
+        let dir = data_dir(tag, true);
+        Run {
+            tag,
+            policy,
+            extra,
+            seed,
+            cfg: config(&dir, policy, extra),
+            machine: Machine::new(),
+            m: Model {
+                issued: vec![0; BLOCKS],
+                acked: vec![0; BLOCKS],
+                uncertain: vec![false; BLOCKS],
+            },
+            rng: Rng::new(seed),
+            counts: Counts::default(),
+        }
+    }
+
+    fn what(&self, msg: &str) -> String {
+        format!("{} {} (seed {}): {msg}", self.policy, self.extra, self.seed)
+    }
+
+    fn open(&self, boot: u64) -> Harness {
+        Harness::open_on(&self.cfg, self.seed ^ boot, &self.machine)
+    }
+
+    /// Makes every device whose file name is in `files` fail as `spec`.
+    fn inject(&self, files: &[&str], spec: FaultSpec) {
+        for f in files {
+            let path = self.cfg.metadata_dir.parent().unwrap().join(f);
+            if path.exists() {
+                self.machine.inject_faults(&path, spec).unwrap();
+            }
+        }
+    }
+
+    /// Runs `ops` random requests (up to 32 in flight, on disjoint blocks).
+    fn requests(&mut self, h: &mut Harness, ops: usize, expect: Expect) {
+        let mut inflight: Vec<(u64, Sent)> = Vec::new();
+        let mut next_id = 1u64;
+        let mut issued = 0;
+        while issued < ops || !inflight.is_empty() {
+            while issued < ops && inflight.len() < 32 {
+                let Some((req, sent)) = self.random_request(&inflight) else {
+                    break;
+                };
+                h.submit(next_id, req);
+                inflight.push((next_id, sent));
+                next_id += 1;
+                issued += 1;
+            }
+            h.step();
+            for d in std::mem::take(&mut h.client.done) {
+                let pos = inflight.iter().position(|f| f.0 == d.id).unwrap();
+                let (_, sent) = inflight.swap_remove(pos);
+                self.check(&sent, d, expect);
+            }
+        }
+    }
+
+    fn random_request(&mut self, inflight: &[(u64, Sent)]) -> Option<(Request, Sent)> {
+        let rng = &mut self.rng;
+        if rng.below(40) == 0 {
+            return Some((Request::Flush, Sent::Flush));
+        }
+        let region = if rng.below(4) == 0 {
+            BLOCKS
+        } else {
+            BLOCKS / 8
+        };
+        let n = 1 + rng.below(3) as usize;
+        let first = rng.below((region - n) as u64) as usize;
+        let busy = inflight.iter().any(|(_, s)| match s {
+            Sent::Read { first: f, n: k } => first < f + k && *f < first + n,
+            Sent::Write { first: f, versions } => first < f + versions.len() && *f < first + n,
+            Sent::Flush => false,
+        });
+        if busy {
+            return None;
+        }
+        let offset = (first * BS) as u64;
+        if rng.below(2) == 0 {
+            let mut data = Vec::with_capacity(n * BS);
+            let mut versions = Vec::new();
+            for b in first..first + n {
+                self.m.issued[b] += 1;
+                versions.push(self.m.issued[b]);
+                data.extend_from_slice(&stamp(b, self.m.issued[b]));
+            }
+            let fua = rng.below(20) == 0;
+            return Some((
+                Request::Write { offset, data, fua },
+                Sent::Write { first, versions },
+            ));
+        }
+        let len = (n * BS) as u32;
+        Some((Request::Read { offset, len }, Sent::Read { first, n }))
+    }
+
+    fn check(&mut self, sent: &Sent, d: tiermux_engine::Done, expect: Expect) {
+        match sent {
+            Sent::Flush => self.counts.failed_flushes += u64::from(d.error != 0),
+            Sent::Write { first, versions } => {
+                for (i, &v) in versions.iter().enumerate() {
+                    if d.error == 0 {
+                        self.m.acked[first + i] = v;
+                        self.m.uncertain[first + i] = false;
+                    } else {
+                        self.m.uncertain[first + i] = true;
+                    }
+                }
+                if d.error != 0 {
+                    self.counts.failed_writes += 1;
+                    assert!(!expect.no_client_errors, "{}", self.what("a write failed"));
+                }
+            }
+            Sent::Read { first, n } => {
+                if d.error != 0 {
+                    self.counts.failed_reads += 1;
+                    assert!(!expect.no_client_errors, "{}", self.what("a read failed"));
+                    return;
+                }
+                let data = d.data.as_ref().expect("read data");
+                for b in *first..first + n {
+                    let at = d.data_offset + (b - first) * BS;
+                    let v = version_of(b, &data[at..at + BS])
+                        .unwrap_or_else(|e| panic!("{}", self.what(&format!("block {b} {e}"))));
+                    let ok = if self.m.uncertain[b] {
+                        v <= self.m.issued[b]
+                    } else {
+                        v == self.m.acked[b]
+                    };
+                    assert!(
+                        ok,
+                        "{}",
+                        self.what(&format!(
+                            "block {b} read version {v}: acknowledged {}, issued {}, uncertain {}",
+                            self.m.acked[b], self.m.issued[b], self.m.uncertain[b]
+                        ))
+                    );
+                    if self.m.uncertain[b] {
+                        // What it reads now is what it holds.
+                        self.m.acked[b] = v;
+                        self.m.uncertain[b] = false;
+                    }
+                    self.counts.reads_checked += 1;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.cfg.metadata_dir.parent().unwrap());
+        let _ = self.tag;
+    }
+}
+
+fn is_write_through_or_around(extra: &str) -> bool {
+    extra.contains("\"wt\"") || extra.contains("\"wa\"")
+}
+
+/// The devices that only hold copies (caches), by file name.
+fn cache_files(policy: &str) -> &'static [&'static str] {
+    match policy {
+        "classic" | "nhc" => &["fast.img"],
+        "stacked" => &["fast.img", "middle.img"],
+        _ => &[],
+    }
+}
+
+/// Every mode runs with random read and write errors on its fast devices,
+/// then on its home device, with clean restarts between phases.
+#[test]
+fn random_device_errors_never_return_foreign_data_and_spare_what_home_holds() {
+    let flaky = FaultSpec {
+        read_error_rate: 0.02,
+        write_error_rate: 0.02,
+        ..FaultSpec::default()
+    };
+    let mut total = Counts::default();
+    for (i, (policy, extra)) in MODES.iter().enumerate() {
+        let tag = format!("eio{i}");
+        let mut run = Run::new(&tag, policy, extra, 7000 + i as u64);
+        let mut h = run.open(0);
+        run.requests(
+            &mut h,
+            2000,
+            Expect {
+                no_client_errors: false,
+            },
+        );
+        // Errors on the fast devices: a cache in front of home that does
+        // not hold dirty data fails no request.
+        let fast: &[&str] = if cache_files(policy).is_empty() {
+            &["fast.img"]
+        } else {
+            cache_files(policy)
+        };
+        run.inject(fast, flaky);
+        let spared = is_write_through_or_around(extra) && !cache_files(policy).is_empty();
+        for boot in 1..=3 {
+            run.requests(
+                &mut h,
+                3000,
+                Expect {
+                    no_client_errors: spared,
+                },
+            );
+            h.close();
+            h = run.open(boot);
+        }
+        run.inject(fast, FaultSpec::default());
+        // Errors on the home device: they reach the clients, never as
+        // wrong data.
+        run.inject(&["slow.img"], flaky);
+        run.requests(
+            &mut h,
+            4000,
+            Expect {
+                no_client_errors: false,
+            },
+        );
+        run.inject(&["slow.img"], FaultSpec::default());
+        run.requests(
+            &mut h,
+            2000,
+            Expect {
+                no_client_errors: false,
+            },
+        );
+        h.close();
+        let c = &run.counts;
+        assert!(c.reads_checked > 5000, "{policy} {extra}: {c:?}");
+        assert!(
+            c.failed_reads + c.failed_writes > 0,
+            "{policy} {extra}: no error reached a client: {c:?}"
+        );
+        total.reads_checked += c.reads_checked;
+        total.failed_reads += c.failed_reads;
+        total.failed_writes += c.failed_writes;
+        total.failed_flushes += c.failed_flushes;
+    }
+    println!("device errors: {total:?}");
+}
+
+/// A cache device dies mid-run and is taken out of service.
+#[test]
+fn a_dead_cache_device_is_taken_out_of_service() {
+    let modes: &[(&str, &str)] = &[
+        ("classic", "write_mode = \"wa\""),
+        ("classic", "write_mode = \"wt\""),
+        ("stacked", "write_mode = \"wt\""),
+        ("classic", "write_mode = \"wb\""),
+        (
+            "nhc",
+            "write_mode = \"wb\"\nwindow_ms = 1.0\nmin_window_ops = 8",
+        ),
+    ];
+    for (i, (policy, extra)) in modes.iter().enumerate() {
+        let tag = format!("dead{i}");
+        let mut run = Run::new(&tag, policy, extra, 9100 + i as u64);
+        let mut h = run.open(0);
+        run.requests(
+            &mut h,
+            3000,
+            Expect {
+                no_client_errors: true,
+            },
+        );
+        let dirty_before = h.vol().at_risk_blocks(0);
+        run.inject(&["fast.img"], FaultSpec::dead());
+        let safe = is_write_through_or_around(extra);
+        run.requests(
+            &mut h,
+            3000,
+            Expect {
+                no_client_errors: safe,
+            },
+        );
+        let stats = h.vol().stats();
+        assert_eq!(stats.out_of_service & 1, 1, "{policy} {extra}: {stats:?}");
+        if safe {
+            assert_eq!(dirty_before, 0);
+        } else {
+            assert!(
+                dirty_before > 0,
+                "{policy} {extra}: the test dirtied no block"
+            );
+            // Blocks dirty on the dead device stay at risk until
+            // overwritten; everything else is served.
+            assert!(h.vol().at_risk_blocks(0) <= dirty_before);
+            assert!(
+                run.counts.failed_reads > 0,
+                "{policy} {extra}: {:?}",
+                run.counts
+            );
+        }
+        // The dead device is not synced: flushes succeed unless blocks
+        // are at risk.
+        h.submit(u64::MAX, Request::Flush);
+        h.idle();
+        let flush = h.client.done.pop().expect("the flush's reply");
+        assert_eq!(
+            flush.error != 0,
+            h.vol().at_risk_blocks(0) > 0,
+            "{policy} {extra}: flush error {}",
+            flush.error
+        );
+        h.close();
+    }
+}

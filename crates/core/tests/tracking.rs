@@ -7,8 +7,14 @@
 //!   copies), the contract the engine's journal ordering depends on;
 //! - a policy rebuilt from the map of an idle volume (a restart) carries on
 //!   with the same cached and dirty blocks, and reads stay correct.
+//!
+//! With failures injected (an operation fails instead of completing; a
+//! failed write reaches its location or not), reads return the last
+//! acknowledged write, or, after a failed write to the block, some version
+//! written to that block; and the policy's own counts stay equal to those
+//! of a policy rebuilt from its map, so its repairs keep it in step.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tiermux_core::dispatch::MapEvent;
 use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
@@ -80,6 +86,13 @@ struct World {
     reads_checked: u64,
     label: String,
     devices: usize,
+    /// Operations that fail, per thousand.
+    fail_per_mille: u64,
+    /// Every version written to each block.
+    issued: HashMap<u64, Vec<u64>>,
+    /// Blocks with a failed write since their last acknowledged one.
+    uncertain: HashSet<u64>,
+    failed_reads: u64,
 }
 
 impl World {
@@ -90,6 +103,8 @@ impl World {
         steps: usize,
         writes: &mut HashMap<u64, u64>,
     ) {
+        // Tags start again each round (the volume is idle between rounds).
+        writes.clear();
         let mut tag = 0u64;
         for step in 0..steps {
             match rng.below(10) {
@@ -104,6 +119,10 @@ impl World {
                     if op == Op::Write {
                         self.next_version += 1;
                         writes.insert(tag, self.next_version);
+                        self.issued
+                            .entry(block)
+                            .or_default()
+                            .push(self.next_version);
                     }
                     d.submit(tag, Access { block, op });
                 }
@@ -126,14 +145,25 @@ impl World {
 
     fn pump(&mut self, d: &mut Dispatcher, rng: &mut Rng, writes: &HashMap<u64, u64>, drain: bool) {
         loop {
-            check_events(d);
+            self.check_events(d, writes);
             while let Some(r) = d.pop_ready() {
                 self.pending.push(r);
             }
             while let Some(a) = d.pop_acked() {
                 match a.access.op {
-                    Op::Write => {
-                        self.acked.insert(a.access.block, writes[&a.tag]);
+                    // Settled when the plan finishes (`check_events`).
+                    Op::Write => {}
+                    Op::Read if a.failed => self.failed_reads += 1,
+                    Op::Read if self.uncertain.contains(&a.access.block) => {
+                        let written = &self.issued[&a.access.block];
+                        assert!(
+                            a.payload == 0 || written.contains(&a.payload),
+                            "{}: block {} read version {}, never written to it",
+                            self.label,
+                            a.access.block,
+                            a.payload
+                        );
+                        self.reads_checked += 1;
                     }
                     Op::Read => {
                         let want = self.acked.get(&a.access.block).copied().unwrap_or(0);
@@ -153,6 +183,19 @@ impl World {
                 .pending
                 .swap_remove(rng.below(self.pending.len() as u64) as usize);
             let key = (r.io.device, r.io.addr);
+            if rng.below(1000) < self.fail_per_mille {
+                // A failed write reaches its location or not.
+                if r.io.dir == Op::Write && rng.below(2) == 0 {
+                    let v = if r.io.purpose == tiermux_core::Purpose::Client {
+                        writes[&r.tag]
+                    } else {
+                        r.src_payload
+                    };
+                    self.stored.insert(key, v);
+                }
+                d.fail(r.flight, r.index);
+                continue;
+            }
             let payload = match r.io.dir {
                 Op::Read => self.stored.get(&key).copied().unwrap_or(0),
                 Op::Write => {
@@ -170,12 +213,32 @@ impl World {
     }
 }
 
+impl World {
+    /// Settles finished writes; checks that blocks other than a decision's
+    /// own only lose valid copies.
+    fn check_events(&mut self, d: &mut Dispatcher, writes: &HashMap<u64, u64>) {
+        while let Some(ev) = d.pop_event() {
+            if let MapEvent::Finished(f) = &ev {
+                if let Some(&v) = writes.get(&f.tag) {
+                    if f.failed {
+                        self.uncertain.insert(f.block);
+                    } else {
+                        self.acked.insert(f.block, v);
+                        self.uncertain.remove(&f.block);
+                    }
+                }
+            }
+            check_event(ev);
+        }
+    }
+}
+
 /// Blocks other than a decision's own may only lose valid copies.
-fn check_events(d: &mut Dispatcher) {
-    while let Some(ev) = d.pop_event() {
+fn check_event(ev: MapEvent) {
+    {
         if let MapEvent::Decided(dec) = ev {
             let Some(own) = dec.own else {
-                continue;
+                return;
             };
             for (b, old, new) in &dec.changes {
                 if own.contains(b) {
@@ -206,6 +269,7 @@ fn exercise(
     wm: &str,
     seed: u64,
     vol: &VolumeSpec,
+    fail_per_mille: u64,
 ) -> ((f64, f64), Vec<(String, f64)>) {
     let home = vol.home().unwrap();
     let build = || build_policy(policy, &params(policy, wm), vol, seed).unwrap();
@@ -220,6 +284,10 @@ fn exercise(
         reads_checked: 0,
         label: String::new(),
         devices: vol.devices.len(),
+        fail_per_mille,
+        issued: HashMap::new(),
+        uncertain: HashSet::new(),
+        failed_reads: 0,
     };
     let mut writes = HashMap::new();
     let mut most = (0.0f64, 0.0f64);
@@ -249,6 +317,11 @@ fn exercise(
         "{policy}: {}",
         world.reads_checked
     );
+    assert_eq!(
+        world.failed_reads > 0,
+        fail_per_mille > 0,
+        "{policy} {wm}: failed reads"
+    );
     let state = d
         .policy()
         .controller_state()
@@ -263,7 +336,7 @@ fn tracking_contract_and_restart_for_every_policy() {
     for reg in tiermux_core::REGISTRY {
         for wm in ["wa", "wt", "wb"] {
             for seed in 0..6u64 {
-                let (most, _) = exercise(reg.name, wm, seed, &volume());
+                let (most, _) = exercise(reg.name, wm, seed, &volume(), 0);
                 if matches!(reg.name, "classic" | "nhc")
                     || (wm == "wb" && !matches!(reg.name, "split" | "passthrough"))
                 {
@@ -283,7 +356,7 @@ fn tracking_contract_and_restart_for_every_policy() {
 fn stacked_caches_over_three_devices() {
     for wm in ["wa", "wt", "wb"] {
         for seed in 0..6u64 {
-            let (most, state) = exercise("stacked", wm, seed, &volume3());
+            let (most, state) = exercise("stacked", wm, seed, &volume3(), 0);
             let get = |n: &str| state.iter().find(|(k, _)| k == n).unwrap().1;
             assert!(
                 most.0 > 0.0,
@@ -335,4 +408,23 @@ fn restore_rejects_corrupt_slots() {
         .err()
         .expect("must refuse");
     assert!(err.contains("beyond the cache's 24 slots"), "{err}");
+}
+
+/// Failed operations (3 %) over every policy, two and three devices: reads
+/// never return a version not written to their block, and the restarts'
+/// comparison of the policy's counts with those rebuilt from its map holds.
+#[test]
+fn failed_operations_leave_every_policy_consistent() {
+    for reg in tiermux_core::REGISTRY {
+        for wm in ["wa", "wt", "wb"] {
+            for seed in 0..4u64 {
+                exercise(reg.name, wm, 100 + seed, &volume(), 30);
+            }
+        }
+    }
+    for wm in ["wa", "wt", "wb"] {
+        for seed in 0..4u64 {
+            exercise("stacked", wm, 200 + seed, &volume3(), 30);
+        }
+    }
 }

@@ -86,7 +86,7 @@ impl Served {
             .args(["serve", "volume.toml", "--data-dir", "."])
             .current_dir(dir)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("serve.log")).unwrap())
             .spawn()
             .unwrap();
         let mut line = String::new();
@@ -291,6 +291,77 @@ fn libnbd_conformance() {
     assert!(out.contains("conformance ok"), "{out}");
     s.stop();
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The configuration of a server whose cache device fails as `faults` (a
+/// TOML table body) says, in `write_mode`.
+fn failing_cache_config(write_mode: &str, faults: &str) -> String {
+    format!(
+        r#"
+size = "8MiB"
+listen = "unix:nbd.sock"
+[[device]]
+name = "fast"
+path = "fast.img"
+size = "1MiB"
+[device.faults]
+{faults}
+[[device]]
+name = "slow"
+path = "slow.img"
+[policy]
+name = "classic"
+write_mode = "{write_mode}"
+"#
+    )
+}
+
+/// Injected errors on the real server's cache device
+/// (`[device.faults]`): write-through fails no request and returns only
+/// data written; a write-back cache that dies is taken out of service, its
+/// blocks at risk are reported, and no read returns wrong data. The
+/// server's summary at exit counts all of it.
+#[test]
+fn a_failing_cache_device_never_returns_wrong_data() {
+    if !have_tools(&["nbdsh"]) {
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nbd/errors.py");
+    let runs = [
+        ("wt", "read_error_rate = 0.05\nwrite_error_rate = 0.05", "spared"),
+        ("wb", "read_error_rate = 1.0\nwrite_error_rate = 1.0\nsync_error_rate = 1.0\nstart_after_ops = 3000", "degraded"),
+    ];
+    for (i, (wm, faults, mode)) in runs.iter().enumerate() {
+        let dir = data_dir(&format!("errors{i}"));
+        std::fs::write(dir.join("volume.toml"), failing_cache_config(wm, faults)).unwrap();
+        let s = Served::start(&dir);
+        let size = (8 << 20).to_string();
+        let out = run(Command::new("/usr/bin/python3")
+            .arg(&script)
+            .args([&s.uri(), &size, *mode]));
+        assert!(out.contains("errors ok"), "{out}");
+        s.stop();
+        let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
+        let summary = log
+            .lines()
+            .find(|l| l.contains("device errors:"))
+            .unwrap_or_else(|| panic!("{wm}: no device error summary in:\n{log}"));
+        println!("{wm}: {out}{summary}");
+        if *mode == "spared" {
+            assert!(
+                summary.contains(" 0 requests answered with an error"),
+                "{summary}"
+            );
+            assert!(!summary.contains(" 0 block reads tried again"), "{summary}");
+        } else {
+            assert!(
+                summary.contains("device 'fast' out of service"),
+                "{summary}"
+            );
+            assert!(log.contains("taken out of service"), "{log}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
 
 /// TCP on loopback: the server reports the port it bound, and two clients

@@ -14,6 +14,9 @@
 //! profile = "emu-optane"   # optional: emulated timing (built-in or [[profile]])
 //! role = "cache"           # optional: cache, tier or home (default: every
 //!                          # device caches the next one; the last is home)
+//! [device.faults]          # optional, for testing: operations reported failed
+//! read_error_rate = 0.01   # (also write_error_rate, sync_error_rate: 0 to 1,
+//! start_after_ops = 1000   #  and operations that succeed first)
 //!
 //! [policy]
 //! name = "nhc"             # any policy of `tiermux policies`
@@ -105,6 +108,8 @@ struct DeviceFile {
     direct: Option<bool>,
     #[serde(default)]
     role: Option<DeviceRole>,
+    #[serde(default)]
+    faults: Option<crate::faults::FaultSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -185,6 +190,8 @@ pub struct DeviceConfig {
     /// What the device is for (default: every device caches the next, the
     /// last is home).
     pub role: DeviceRole,
+    /// Errors to inject (`[device.faults]`, for testing).
+    pub faults: Option<crate::faults::FaultSpec>,
 }
 
 /// A resolved volume configuration.
@@ -307,6 +314,9 @@ fn parse_devices(
             })?),
             None => None,
         };
+        if let Some(f) = &d.faults {
+            f.check().map_err(|e| cerr(format!("{field}.faults"), e))?;
+        }
         if devices.iter().any(|x: &DeviceConfig| x.name == d.name) {
             return Err(cerr(format!("{field}.name"), "device names must be unique"));
         }
@@ -317,6 +327,7 @@ fn parse_devices(
             profile,
             direct: d.direct.unwrap_or(true),
             role: d.role.unwrap_or(DeviceRole::defaults(n)[i]),
+            faults: d.faults,
         });
     }
     Ok(devices)
@@ -403,6 +414,20 @@ write_mode = "wb"
             (
                 GOOD.replace("optane-905p", "warp-drive"),
                 "unknown profile 'warp-drive'",
+            ),
+            (
+                GOOD.replace(
+                    "profile = \"optane-905p\"",
+                    "[device.faults]\nread_error_rate = 1.5",
+                ),
+                "device[0] (fast).faults: read_error_rate must be between 0 and 1, got 1.5",
+            ),
+            (
+                GOOD.replace(
+                    "profile = \"optane-905p\"",
+                    "[device.faults]\nread_rate = 0.5",
+                ),
+                "unknown field `read_rate`",
             ),
             (
                 GOOD.replace("size = \"1MiB\"", "size = \"1MiB\"\nblock_size = 1000"),

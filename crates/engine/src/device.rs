@@ -122,6 +122,12 @@ impl Device {
         })
     }
 
+    /// Whether a layer fails the operation that just completed (or a
+    /// sync); every layer is asked.
+    pub fn fails(&mut self, op: crate::faults::FaultOp) -> bool {
+        self.layers.iter_mut().fold(false, |f, l| l.fails(op) | f)
+    }
+
     /// Wraps the device in `layer` (outside the layers it has).
     pub fn wrap(&mut self, layer: Box<dyn Layer>) {
         self.layers.push(layer);

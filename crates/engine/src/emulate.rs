@@ -19,6 +19,13 @@ pub trait Layer: Send {
 
     /// The operation submitted earlier has completed.
     fn completed(&mut self, dir: Op);
+
+    /// Whether the operation that just completed (or a sync) is to be
+    /// reported failed ([`crate::faults::Injected`]).
+    fn fails(&mut self, op: crate::faults::FaultOp) -> bool {
+        let _ = op;
+        false
+    }
 }
 
 /// A device's timing from a profile: each operation is submitted to the

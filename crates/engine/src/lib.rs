@@ -18,6 +18,7 @@ pub mod buf;
 pub mod config;
 pub mod device;
 pub mod emulate;
+pub mod faults;
 pub mod journal;
 pub mod reactor;
 pub mod runtime;

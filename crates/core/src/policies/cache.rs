@@ -177,6 +177,9 @@ pub struct CacheCore {
     /// admitted, clean copies are no longer read, dirty ones still are
     /// (and flushed) until they are overwritten.
     in_service: bool,
+    /// A flush failed: no more are queued until the next write or tick, so
+    /// a failing device is not retried in a tight loop.
+    flush_paused: bool,
 }
 
 impl CacheCore {
@@ -192,6 +195,7 @@ impl CacheCore {
             flushing: false,
             scan: Vec::new(),
             in_service: true,
+            flush_paused: false,
         }
     }
 
@@ -257,7 +261,11 @@ impl CacheCore {
         }
         if same_slot {
             match (now.dirty_on(cache), target.dirty_on(cache)) {
-                (false, true) => self.dirty_blocks += 1,
+                (false, true) => {
+                    // A flush that failed.
+                    self.dirty_blocks += 1;
+                    self.flush_paused = true;
+                }
                 (true, false) => self.uncount_dirty(),
                 _ => {}
             }
@@ -372,6 +380,7 @@ impl CacheCore {
                         ctx.plan.client(backing, Op::Write, block);
                     }
                 }
+                self.flush_paused = false;
                 self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
             }
         }
@@ -464,7 +473,10 @@ impl CacheCore {
         jobs: &mut Vec<Job>,
         force: bool,
     ) {
-        if self.cfg.write_mode != WriteMode::Back {
+        // A cache out of service is not read to flush: its dirty blocks
+        // stay at risk until overwritten (or until a restart finds the
+        // device working).
+        if self.cfg.write_mode != WriteMode::Back || !self.in_service || self.flush_paused {
             return;
         }
         let cap = self.cfg.capacity_blocks as f64;
@@ -518,6 +530,11 @@ impl CacheCore {
             self.uncount_dirty();
         }
         ctx.map.normalize(job.block);
+    }
+
+    /// Lets flushing resume after a failed flush (each write and tick does).
+    pub fn resume_flushing(&mut self) {
+        self.flush_paused = false;
     }
 
     /// Bookkeeping when a flush completes; keeps flushing if needed.
@@ -668,6 +685,7 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
     }
     fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
         self.sched.on_tick(obs, self.core.pair);
+        self.core.resume_flushing();
         self.core
             .schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
     }

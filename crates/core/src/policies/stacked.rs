@@ -136,6 +136,7 @@ impl Stacked {
         }
         if written_back {
             self.levels[0].mark_dirty(block, ctx.map);
+            self.levels[0].resume_flushing();
             self.levels[0].schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
         } else {
             ctx.plan.client(self.home, Op::Write, block);

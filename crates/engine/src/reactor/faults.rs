@@ -13,41 +13,7 @@ use std::path::Path;
 
 use tiermux_core::rng::Rng;
 
-/// Which operations of a file fail, and how often.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FaultSpec {
-    /// Fraction of reads that fail.
-    pub read_error_rate: f64,
-    /// Fraction of writes that fail.
-    pub write_error_rate: f64,
-    /// Fraction of syncs that fail.
-    pub sync_error_rate: f64,
-    /// Operations on the file that succeed before any may fail.
-    pub start_after_ops: u64,
-}
-
-impl FaultSpec {
-    /// A device that fails every operation from now on.
-    pub fn dead() -> FaultSpec {
-        FaultSpec {
-            read_error_rate: 1.0,
-            write_error_rate: 1.0,
-            sync_error_rate: 1.0,
-            start_after_ops: 0,
-        }
-    }
-}
-
-/// The kind of a file operation, as faults see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FaultOp {
-    /// A read.
-    Read,
-    /// A write.
-    Write,
-    /// A sync.
-    Sync,
-}
+pub use crate::faults::{FaultOp, FaultSpec};
 
 /// Counters of injected errors.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,15 +57,7 @@ impl Faults {
             return false;
         };
         *ops += 1;
-        if *ops <= spec.start_after_ops {
-            return false;
-        }
-        let rate = match op {
-            FaultOp::Read => spec.read_error_rate,
-            FaultOp::Write => spec.write_error_rate,
-            FaultOp::Sync => spec.sync_error_rate,
-        };
-        let fail = rate >= 1.0 || (rate > 0.0 && rng.next_f64() < rate);
+        let fail = spec.fails(op, *ops, rng);
         if fail {
             match op {
                 FaultOp::Read => self.stats.reads += 1,

@@ -107,8 +107,10 @@ impl Volume {
     fn finish_op(&mut self, slot: usize, now: u64, r: &mut dyn Reactor) {
         let op = self.ops.remove(slot).expect("device op");
         let bs = self.cfg.block_size as u64;
-        let ok = op.result == bs as i32;
-        self.devices[op.device as usize].completed(op.dir, bs);
+        let dev = &mut self.devices[op.device as usize];
+        dev.completed(op.dir, bs);
+        let injected = dev.fails(crate::faults::FaultOp::of(op.dir));
+        let ok = op.result == bs as i32 && !injected;
         self.obs
             .device_op(op.device as usize, op.dir, bs, now - op.submitted_ns);
         if ok {
@@ -121,7 +123,9 @@ impl Volume {
             self.dispatcher.complete(op.flight, op.index, payload);
         } else {
             let what = if op.dir == Op::Read { "read" } else { "write" };
-            let why = if op.result < 0 {
+            let why = if injected {
+                "injected error".to_string()
+            } else if op.result < 0 {
                 rustix::io::Errno::from_raw_os_error(-op.result).to_string()
             } else {
                 format!("short transfer of {} bytes", op.result)

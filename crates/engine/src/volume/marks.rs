@@ -134,6 +134,12 @@ impl Volume {
         result: i32,
         r: &mut dyn Reactor,
     ) -> Result<(), crate::journal::MetaError> {
+        let injected = index != JOURNAL && self.devices[index].fails(crate::faults::FaultOp::Sync);
+        let result = if injected {
+            -rustix::io::Errno::IO.raw_os_error()
+        } else {
+            result
+        };
         let run = self.marks.current.as_mut().expect("a mark in progress");
         assert_eq!(
             run.journal_phase,

@@ -174,7 +174,7 @@ fn open_metadata(
 /// Opens every device of `cfg` with its layers.
 fn open_devices(cfg: &VolumeConfig) -> Result<Vec<Device>, OpenError> {
     let mut devices = Vec::new();
-    for d in &cfg.devices {
+    for (i, d) in cfg.devices.iter().enumerate() {
         let mut dev = Device::open(&d.name, &d.path, d.size_bytes, d.direct)?;
         if let Some(p) = &d.profile {
             let timing = Emulated::new(p).map_err(|e| crate::device::DeviceError {
@@ -183,6 +183,10 @@ fn open_devices(cfg: &VolumeConfig) -> Result<Vec<Device>, OpenError> {
                 message: format!("profile: {e}"),
             })?;
             dev.wrap(Box::new(timing));
+        }
+        if let Some(spec) = d.faults {
+            let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            dev.wrap(Box::new(crate::faults::Injected::new(spec, seed)));
         }
         devices.push(dev);
     }

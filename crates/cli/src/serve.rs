@@ -212,11 +212,12 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         })
         .collect();
     eprintln!(
-        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device errors",
+        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations, {} refused while too many handshakes waited); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device errors",
         st.requests,
         stats.connections,
         stats.bad_requests,
         stats.protocol_violations,
+        stats.handshakes_refused,
         st.read_hits,
         st.read_misses,
         per_device.join(", "),

@@ -639,6 +639,27 @@ fn malformed_traffic_gets_errors_and_never_stops_the_server() {
     let s = Served::start(&dir);
     let mut rng = Rng::new(77);
     let size = 64u64 << 20;
+    // A well-behaved client writes and reads back its own blocks all along.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let bystander = {
+        let (sock, stop) = (s.sock(), stop.clone());
+        std::thread::spawn(move || {
+            let mut c = connect(&sock);
+            let mut rounds = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let block = 1000 + rounds % 100;
+                let w = [request(1, 0, 1, block * 4096, 4096), stamp(block, rounds)].concat();
+                c.write_all(&w).unwrap();
+                assert_eq!(reply(&mut c, 0).unwrap().1, 0, "bystander write");
+                c.write_all(&request(0, 0, 2, block * 4096, 4096)).unwrap();
+                let (_, err, data) = reply(&mut c, 4096).unwrap();
+                assert_eq!((err, data), (0, stamp(block, rounds)), "bystander read");
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let mut malformed = 0u64;
     for i in 0..200 {
         let mut c = connect(&s.sock());
         let mut expect_replies = 0;
@@ -673,6 +694,7 @@ fn malformed_traffic_gets_errors_and_never_stops_the_server() {
                 )),
             }
             expect_replies += 1;
+            malformed += 1;
         }
         // Half the connections end with garbage that breaks framing.
         let garbage = i % 2 == 1;
@@ -733,7 +755,33 @@ fn malformed_traffic_gets_errors_and_never_stops_the_server() {
         let junk: Vec<u8> = (0..rng.below(200)).map(|_| rng.next_u64() as u8).collect();
         let _ = c.write_all(&junk);
         let _ = c.shutdown(std::net::Shutdown::Write);
+        malformed += 1;
     }
+    // A flood of connections that never handshake costs a bounded number
+    // of threads (the handshake pool), not one each.
+    let stalled: Vec<UnixStream> = (0..400)
+        .map(|_| UnixStream::connect(s.sock()).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    let threads: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        threads < 40,
+        "{threads} threads with 400 stalled handshakes"
+    );
+    drop(stalled);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = bystander
+        .join()
+        .expect("the bystander saw only correct replies");
+    println!("{malformed} malformed messages, {threads} server threads under 400 stalled handshakes, {rounds} bystander write-read rounds");
+    assert!(malformed >= 1000 && rounds > 0);
     // The server still serves.
     let mut c = connect(&s.sock());
     c.write_all(&[request(1, 1, 1, 8192, 4096), stamp(2, 9)].concat())

@@ -2,9 +2,11 @@
 //! NBD protocol.
 //!
 //! - [`proto`]: the newstyle fixed handshake and request parsing;
-//! - [`server`]: listeners, handshake threads and the event loop.
+//! - [`handshakes`]: the bounded pool of threads that run handshakes;
+//! - [`server`]: listeners and the event loop.
 #![warn(missing_docs)]
 
+pub mod handshakes;
 pub mod proto;
 pub mod server;
 

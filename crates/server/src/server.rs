@@ -1,4 +1,4 @@
-//! The NBD server: listener threads run handshakes; the engine's event loop
+//! The NBD server: a bounded pool runs handshakes (`handshakes.rs`); the engine's event loop
 //! ([`Runtime`]) runs the volume, and the server is its front end, owning
 //! every connection in the transmission phase.
 //!
@@ -25,7 +25,8 @@ use tiermux_engine::slab::Slab;
 use tiermux_engine::volume::{Done, Request, VolumeStats, MAX_REQUEST_BYTES};
 use tiermux_engine::Volume;
 
-use crate::proto::{self, errno, Export, HandshakeEnd, RequestHeader, REQUEST_BYTES};
+use crate::handshakes::HandshakePool;
+use crate::proto::{self, errno, Export, RequestHeader, REQUEST_BYTES};
 
 /// A connected client socket.
 pub enum Stream {
@@ -42,13 +43,13 @@ impl Stream {
             Stream::Tcp(s) => s.as_raw_fd(),
         }
     }
-    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_nonblocking(on),
             Stream::Tcp(s) => s.set_nonblocking(on),
         }
     }
-    fn set_timeouts(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+    pub(crate) fn set_timeouts(&self, t: Option<std::time::Duration>) -> io::Result<()> {
         match self {
             Stream::Unix(s) => {
                 s.set_read_timeout(t)?;
@@ -110,6 +111,9 @@ pub struct ServerStats {
     pub bad_requests: u64,
     /// Connections closed for breaking the protocol.
     pub protocol_violations: u64,
+    /// Connections closed before their handshake because too many waited
+    /// for one.
+    pub handshakes_refused: u64,
 }
 
 /// A snapshot of a running server and its volume, which the loop publishes
@@ -173,6 +177,8 @@ pub struct Server {
     inbox: Arc<Mutex<Vec<Stream>>>,
     stats: ServerStats,
     live: Arc<Mutex<LiveStats>>,
+    /// Connections the handshake pool closed for want of room.
+    handshakes_refused: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Receive buffer per connection; it grows only to hold one larger request.
@@ -202,6 +208,7 @@ impl Server {
             inbox: Arc::new(Mutex::new(Vec::new())),
             stats: ServerStats::default(),
             live: Arc::new(Mutex::new(LiveStats::default())),
+            handshakes_refused: Default::default(),
         }
     }
 
@@ -234,15 +241,10 @@ impl Server {
     /// accept thread; returns the address actually bound.
     pub fn bind(&mut self, waker: Waker) -> io::Result<String> {
         *self.shutdown.waker.lock().expect("waker") = Some(waker.clone());
-        let inbox = self.inbox.clone();
-        let export = self.export.clone();
         let flag = self.shutdown.flag.clone();
-        let accept = move |s: Stream| {
-            let inbox = inbox.clone();
-            let export = export.clone();
-            let waker = waker.clone();
-            std::thread::spawn(move || run_handshake(s, &export, &inbox, &waker));
-        };
+        let pool = HandshakePool::start(self.export.clone(), self.inbox.clone(), waker);
+        self.handshakes_refused = pool.refused.clone();
+        let accept = move |s: Stream| pool.offer(s);
         // One accept loop per listener; `wrap` turns its sockets into
         // `Stream`s.
         fn accept_loop<S: Send + 'static>(
@@ -307,6 +309,7 @@ impl Server {
         if let Listen::Unix(p) = &self.listen {
             let _ = std::fs::remove_file(p);
         }
+        self.stats.handshakes_refused = self.handshakes_refused.load(Ordering::Relaxed);
         Ok(self.stats)
     }
 }
@@ -495,24 +498,6 @@ fn arm_read(c: &mut Conn, idx: usize, io: &mut Io<'_>) {
     if !c.read_armed && !c.closing {
         c.read_armed = true;
         io.poll(c.stream.fd(), false, conn_token(idx, c.gen, false));
-    }
-}
-
-fn run_handshake(mut s: Stream, export: &Export, inbox: &Mutex<Vec<Stream>>, waker: &Waker) {
-    // A client that stalls in the handshake cannot hold a thread forever.
-    let _ = s.set_timeouts(Some(std::time::Duration::from_secs(30)));
-    match proto::handshake(&mut s, export) {
-        Ok(HandshakeEnd::Transmission) => {
-            if s.set_timeouts(None)
-                .and_then(|_| s.set_nonblocking(true))
-                .is_ok()
-            {
-                inbox.lock().expect("inbox").push(s);
-                waker.wake();
-            }
-        }
-        Ok(HandshakeEnd::Aborted) => {}
-        Err(e) => eprintln!("tiermux: handshake failed: {e}"),
     }
 }
 

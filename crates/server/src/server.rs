@@ -447,8 +447,10 @@ impl Frontend for Connections<'_> {
             self.server.publish(io.volume());
             self.published_ns = now;
         }
-        self.close_finished();
+        // Resuming may read the end of a paused connection's stream, which
+        // closes it right away: nothing else would wake the loop for it.
         self.resume_paused(io);
+        self.close_finished();
         if self.server.shutdown.flag.load(Ordering::SeqCst) {
             self.stopping = true;
         }
@@ -744,7 +746,14 @@ fn start_request(
 ) {
     match decode(&h, payload, io.volume()) {
         Decoded::Request(req) => {
-            let bytes = h.length as u64;
+            // The data the request holds in the server: a read's reply or
+            // a write's payload; a write-zeroes' part buffer (at most one
+            // request's size); nothing for a flush or a trim.
+            let bytes = match h.kind {
+                proto::CMD_READ | proto::CMD_WRITE => h.length as u64,
+                proto::CMD_WRITE_ZEROES => h.length.min(MAX_REQUEST_BYTES) as u64,
+                _ => 0,
+            };
             let id = ctx.pending.insert(Pending {
                 conn: idx,
                 gen: c.gen,

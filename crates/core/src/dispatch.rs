@@ -107,14 +107,22 @@ pub enum MapEvent {
 
 #[derive(Clone, Copy, Debug)]
 enum Work {
-    Client { tag: u64, access: Access },
+    Client {
+        tag: u64,
+        access: Access,
+    },
     Job(Job),
+    /// A client's discard of one block (no I/O; see [`Policy::trim`]).
+    Trim {
+        tag: u64,
+        block: u64,
+    },
 }
 
 impl Work {
     fn tag(&self) -> u64 {
         match self {
-            Work::Client { tag, .. } => *tag,
+            Work::Client { tag, .. } | Work::Trim { tag, .. } => *tag,
             Work::Job(_) => NO_TAG,
         }
     }
@@ -123,6 +131,7 @@ impl Work {
         match self {
             Work::Client { access, .. } => access.block,
             Work::Job(j) => j.block,
+            Work::Trim { block, .. } => *block,
         }
     }
     /// One past the last block the work locks.
@@ -130,6 +139,7 @@ impl Work {
         match self {
             Work::Client { access, .. } => access.block + 1,
             Work::Job(j) => j.block + j.blocks as u64,
+            Work::Trim { block, .. } => block + 1,
         }
     }
     fn exclusive(&self) -> bool {
@@ -381,6 +391,15 @@ impl Dispatcher {
         self.pump();
     }
 
+    /// Submits a client's discard of `block`, tagged by the driver: under
+    /// the block's exclusive lock the policy drops the copies it keeps of
+    /// it ([`Policy::trim`]). No operation runs; the driver learns that it
+    /// is done from the plan's [`Finished`] event.
+    pub fn submit_trim(&mut self, tag: u64, block: u64) {
+        self.incoming.push_back(Work::Trim { tag, block });
+        self.pump();
+    }
+
     /// Submits background work directly (normally the policy queues jobs).
     pub fn submit_job(&mut self, job: Job) {
         assert!(job.blocks >= 1, "a job covers at least one block");
@@ -565,6 +584,15 @@ impl Dispatcher {
             Work::Job(job) => {
                 self.stats.jobs_started += 1;
                 self.policy.start_job(job, &mut ctx);
+                Outcome::NotApplicable
+            }
+            Work::Trim { block, .. } => {
+                self.policy.trim(block, &mut ctx);
+                assert!(
+                    ctx.plan.ios.is_empty(),
+                    "policy '{}' planned I/O for a trim",
+                    self.policy.name()
+                );
                 Outcome::NotApplicable
             }
         };

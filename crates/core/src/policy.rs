@@ -220,6 +220,14 @@ pub trait Policy: Send {
         }
     }
 
+    /// Discards `block` (a client's TRIM): drops the copies the policy
+    /// keeps of it beyond its home copy, dirty ones too, and frees their
+    /// space. Plans no I/O; the block then reads as its home copy holds
+    /// it. The default keeps everything (policies that place no copies).
+    fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
+        let _ = (block, ctx);
+    }
+
     /// Sets `block`'s entry to `target` after operations of its plan
     /// failed, keeping the policy's own state (slots, replacement order,
     /// dirty counts) in step. `target` keeps no copy the current entry

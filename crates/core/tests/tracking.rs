@@ -90,8 +90,12 @@ struct World {
     fail_per_mille: u64,
     /// Every version written to each block.
     issued: HashMap<u64, Vec<u64>>,
-    /// Blocks with a failed write since their last acknowledged one.
+    /// Blocks with a failed write or a trim since their last acknowledged
+    /// write.
     uncertain: HashSet<u64>,
+    /// Whether the run submits trims, and their tags.
+    trims: bool,
+    trimmed: HashSet<u64>,
     failed_reads: u64,
 }
 
@@ -126,6 +130,14 @@ impl World {
                     }
                     d.submit(tag, Access { block, op });
                 }
+                5 if self.trims => {
+                    // A discard: the block then reads as some earlier
+                    // version (checked like a failed write's block).
+                    let block = rng.below(VOL_BLOCKS / 2);
+                    tag += 1;
+                    self.trimmed.insert(tag);
+                    d.submit_trim(tag, block);
+                }
                 4 => {
                     let obs = Observation {
                         now_ns: step as u64 * 100_000,
@@ -155,9 +167,9 @@ impl World {
                     Op::Write => {}
                     Op::Read if a.failed => self.failed_reads += 1,
                     Op::Read if self.uncertain.contains(&a.access.block) => {
-                        let written = &self.issued[&a.access.block];
+                        let written = self.issued.get(&a.access.block);
                         assert!(
-                            a.payload == 0 || written.contains(&a.payload),
+                            a.payload == 0 || written.is_some_and(|w| w.contains(&a.payload)),
                             "{}: block {} read version {}, never written to it",
                             self.label,
                             a.access.block,
@@ -219,7 +231,9 @@ impl World {
     fn check_events(&mut self, d: &mut Dispatcher, writes: &HashMap<u64, u64>) {
         while let Some(ev) = d.pop_event() {
             if let MapEvent::Finished(f) = &ev {
-                if let Some(&v) = writes.get(&f.tag) {
+                if self.trimmed.remove(&f.tag) {
+                    self.uncertain.insert(f.block);
+                } else if let Some(&v) = writes.get(&f.tag) {
                     if f.failed {
                         self.uncertain.insert(f.block);
                     } else {
@@ -287,6 +301,8 @@ fn exercise(
         fail_per_mille,
         issued: HashMap::new(),
         uncertain: HashSet::new(),
+        trims: fail_per_mille > 0,
+        trimmed: HashSet::new(),
         failed_reads: 0,
     };
     let mut writes = HashMap::new();
@@ -410,7 +426,8 @@ fn restore_rejects_corrupt_slots() {
     assert!(err.contains("beyond the cache's 24 slots"), "{err}");
 }
 
-/// Failed operations (3 %) over every policy, two and three devices: reads
+/// Failed operations (3 %) and trims over every policy, two and three
+/// devices: reads
 /// never return a version not written to their block, and the restarts'
 /// comparison of the policy's counts with those rebuilt from its map holds.
 #[test]

@@ -5,7 +5,8 @@
 //! test) run with clean restarts, and every reply is checked:
 //! - a read never returns data that was not written to its block;
 //! - a read returns exactly the last acknowledged write, unless a write to
-//!   that block failed since (then any earlier version of the block);
+//!   that block failed or a trim covered it since (then any earlier version
+//!   of the block);
 //! - where the data is still on a working device, nothing fails: with
 //!   errors only on the cache devices of a write-through or write-around
 //!   cache, every read and write succeeds;
@@ -34,8 +35,19 @@ struct Model {
 
 /// What each request in flight was.
 enum Sent {
-    Read { first: usize, n: usize },
-    Write { first: usize, versions: Vec<u32> },
+    Read {
+        first: usize,
+        n: usize,
+    },
+    Write {
+        first: usize,
+        versions: Vec<u32>,
+    },
+    /// A discard: the blocks then read as some earlier version.
+    Trim {
+        first: usize,
+        n: usize,
+    },
     Flush,
 }
 
@@ -141,7 +153,9 @@ impl<'a> Run<'a> {
         let n = 1 + rng.below(3) as usize;
         let first = rng.below((region - n) as u64) as usize;
         let busy = inflight.iter().any(|(_, s)| match s {
-            Sent::Read { first: f, n: k } => first < f + k && *f < first + n,
+            Sent::Read { first: f, n: k } | Sent::Trim { first: f, n: k } => {
+                first < f + k && *f < first + n
+            }
             Sent::Write { first: f, versions } => first < f + versions.len() && *f < first + n,
             Sent::Flush => false,
         });
@@ -149,6 +163,10 @@ impl<'a> Run<'a> {
             return None;
         }
         let offset = (first * BS) as u64;
+        if rng.below(30) == 0 {
+            let len = (n * BS) as u32;
+            return Some((Request::Trim { offset, len }, Sent::Trim { first, n }));
+        }
         if rng.below(2) == 0 {
             let mut data = Vec::with_capacity(n * BS);
             let mut versions = Vec::new();
@@ -170,6 +188,12 @@ impl<'a> Run<'a> {
     fn check(&mut self, sent: &Sent, d: tiermux_engine::Done, expect: Expect) {
         match sent {
             Sent::Flush => self.counts.failed_flushes += u64::from(d.error != 0),
+            Sent::Trim { first, n } => {
+                assert_eq!(d.error, 0, "{}", self.what("a trim failed"));
+                for b in *first..first + n {
+                    self.m.uncertain[b] = true;
+                }
+            }
             Sent::Write { first, versions } => {
                 for (i, &v) in versions.iter().enumerate() {
                     if d.error == 0 {

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{config, data_dir, Backend, Harness, BS, MODES, VOL_BYTES};
+use common::{config, data_dir, stamp, version_of, Backend, Harness, BS, MODES, VOL_BYTES};
 use tiermux_core::rng::Rng;
 use tiermux_engine::Request;
 
@@ -416,6 +416,71 @@ fn out_of_range_requests_get_errors() {
         rustix::io::Errno::OVERFLOW.raw_os_error(),
     );
     assert_eq!(errs, vec![nospc, nospc, overflow, nospc, 0]);
+    h.close();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// TRIM releases the copies a write-back cache keeps of the blocks it
+/// covers whole, dirty ones too: their slots are free again, the blocks
+/// read as their home copies (never written here: zeros), a block only
+/// partly covered keeps its data, and the released state survives a
+/// restart.
+#[test]
+fn trim_releases_cached_and_dirty_copies() {
+    let dir = data_dir("trim", true);
+    let cfg = config(&dir, "classic", "write_mode = \"wb\"");
+    let mut h = Harness::open(&cfg, Backend::Sim(11));
+    for b in 0..32u64 {
+        let data = stamp(b as usize, 1);
+        let offset = b * BS as u64;
+        h.submit(
+            b,
+            Request::Write {
+                offset,
+                data,
+                fua: false,
+            },
+        );
+    }
+    h.idle();
+    h.client.done.clear();
+    assert_eq!(
+        h.vol().at_risk_blocks(0),
+        32,
+        "every write is dirty in the cache"
+    );
+    // Blocks 8..24 whole, and half of block 24.
+    let (offset, len) = (8 * BS as u64, (16 * BS + BS / 2) as u32);
+    h.submit(100, Request::Trim { offset, len });
+    h.idle();
+    let done = h.client.done.pop().expect("the trim's reply");
+    assert_eq!((done.id, done.error), (100, 0));
+    assert_eq!(h.vol().stats().trimmed_blocks, 16);
+    assert_eq!(
+        h.vol().at_risk_blocks(0),
+        16,
+        "the trimmed blocks' copies are released"
+    );
+    h.close();
+    let mut h = Harness::open(&cfg, Backend::Sim(12));
+    assert_eq!(h.vol().at_risk_blocks(0), 16, "after a restart too");
+    for b in 0..32u64 {
+        let offset = b * BS as u64;
+        h.submit(
+            b,
+            Request::Read {
+                offset,
+                len: BS as u32,
+            },
+        );
+    }
+    h.idle();
+    for d in std::mem::take(&mut h.client.done) {
+        let data = d.data.expect("read data");
+        let bytes = &data[d.data_offset..d.data_offset + BS];
+        let want = if (8..24).contains(&d.id) { 0 } else { 1 };
+        assert_eq!(version_of(d.id as usize, bytes), Ok(want), "block {}", d.id);
+    }
     h.close();
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -699,6 +699,9 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         self.core.warm(block, map)
     }
+    fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
+        self.core.invalidate(block, ctx.map);
+    }
     fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
         let target = self.core.reconcile(ctx.map.get(block), target);
         ctx.map.set(block, target);

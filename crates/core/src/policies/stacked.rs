@@ -199,6 +199,11 @@ impl Policy for Stacked {
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         self.levels.iter_mut().any(|l| l.warm(block, map))
     }
+    fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
+        for level in &mut self.levels {
+            level.invalidate(block, ctx.map);
+        }
+    }
     fn repair(&mut self, block: u64, mut target: Entry, ctx: &mut TickCtx<'_>) {
         let now = ctx.map.get(block);
         for level in &mut self.levels {

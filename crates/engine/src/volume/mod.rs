@@ -93,6 +93,9 @@ pub struct VolumeStats {
     pub read_retries: u64,
     /// Client requests answered with an I/O error.
     pub failed_requests: u64,
+    /// Blocks whose copies a trim released (blocks trimmed that held no
+    /// copy beyond home are not counted).
+    pub trimmed_blocks: u64,
     /// Block entries repaired after failed device operations.
     pub repairs: u64,
     /// Devices taken out of service (bit per device).
@@ -407,6 +410,47 @@ impl Volume {
         self.try_start(idx, r);
     }
 
+    /// Starts a discard of the blocks that `len` bytes at `offset` cover
+    /// whole (a partly covered block keeps its data): each block the
+    /// policy has placed away from its default is trimmed under its lock
+    /// (see [`tiermux_core::Policy::trim`]); the others hold nothing to
+    /// release. The request finishes when every trim has.
+    fn start_trim(&mut self, id: u64, offset: u64, len: u64, now: u64, r: &mut dyn Reactor) {
+        let bs = self.cfg.block_size as u64;
+        let (first, end) = (offset.div_ceil(bs), (offset + len) / bs);
+        let placed: Vec<u64> = if self.dispatcher.map().len() as u64 <= end.saturating_sub(first) {
+            let mut v: Vec<u64> = self
+                .dispatcher
+                .map()
+                .iter()
+                .map(|(b, _)| b)
+                .filter(|b| (first..end).contains(b))
+                .collect();
+            v.sort_unstable();
+            v
+        } else {
+            (first..end)
+                .filter(|&b| self.dispatcher.map().has_entry(b))
+                .collect()
+        };
+        if placed.is_empty() {
+            self.finish_now(id, Op::Write, 0, now);
+            return;
+        }
+        let mut req = Req::flush(id, now);
+        req.kind_flush = false;
+        req.fua = false;
+        req.phase = Phase::Access;
+        req.pending = placed.len() as u32;
+        req.open_flights = placed.len() as u32;
+        let idx = self.reqs.insert(req);
+        self.stats.trimmed_blocks += placed.len() as u64;
+        for b in placed {
+            self.dispatcher.submit_trim(client_tag(idx, false, 0), b);
+        }
+        self.drain(r);
+    }
+
     /// Starts a request. Range errors finish it at once with an errno.
     pub fn submit(&mut self, id: u64, req: Request, r: &mut dyn Reactor) {
         let now = r.now_ns();
@@ -427,8 +471,10 @@ impl Volume {
                 return;
             }
             Request::Trim { offset, len } => {
-                let error = self.check_extent(offset, len as u64).err().unwrap_or(0);
-                self.finish_now(id, Op::Write, error, now);
+                match self.check_extent(offset, len as u64) {
+                    Ok(()) => self.start_trim(id, offset, len as u64, now, r),
+                    Err(errno) => self.finish_now(id, Op::Write, errno, now),
+                }
                 return;
             }
             Request::Flush => (Op::Write, 0, 0, None, true, true),

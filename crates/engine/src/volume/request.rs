@@ -56,8 +56,10 @@ pub enum Request {
     },
     /// Make every acknowledged write durable.
     Flush,
-    /// Discard a range, of any length within the volume (advisory:
-    /// accepted, the data stays readable).
+    /// Discard a range, of any length within the volume: the copies the
+    /// policy keeps of each whole block in it (cached, dirty too) are
+    /// released, and the block reads as its home copy holds it (some
+    /// earlier content of that block, or zeros).
     Trim {
         /// Byte offset.
         offset: u64,

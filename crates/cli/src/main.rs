@@ -87,6 +87,12 @@ enum Cmd {
         /// Directory that relative paths in the config are taken from.
         #[arg(long, default_value = ".")]
         data_dir: PathBuf,
+        /// For testing: keep writes not yet synced apart and, on SIGUSR1,
+        /// simulate a power cut on the real files (unsynced writes lost,
+        /// kept or torn) and exit with status 86. The file (relative to
+        /// the data directory) counts the simulated reboots.
+        #[arg(long, value_name = "STATE_FILE")]
+        simulate_power_loss: Option<PathBuf>,
     },
     /// Policies through NBD on emulated devices, measured with fio at rising
     /// concurrency, beside the physical limit and the simulator's prediction;
@@ -143,7 +149,13 @@ fn main() {
             config,
             socket,
             data_dir,
-        } => serve::serve(&config, socket.as_deref(), &data_dir),
+            simulate_power_loss,
+        } => serve::serve(
+            &config,
+            socket.as_deref(),
+            &data_dir,
+            simulate_power_loss.as_deref(),
+        ),
         Cmd::Bench {
             file,
             out,

@@ -6,7 +6,8 @@ use anyhow::{Context, Result};
 use std::sync::{Arc, Mutex};
 use tiermux_engine::config::Listen;
 
-use tiermux_engine::reactor::{build_reactor, precise_timers};
+use tiermux_engine::reactor::power_loss::PowerLossReactor;
+use tiermux_engine::reactor::{build_reactor, precise_timers, Reactor};
 use tiermux_engine::volume::MAX_REQUEST_BYTES;
 use tiermux_engine::{Runtime, Volume, VolumeConfig};
 use tiermux_server::proto::Export;
@@ -21,10 +22,15 @@ struct Ready {
     shown: String,
 }
 
-/// Opens the volume for `cfg`, builds its reactor and binds its listener.
-fn open(cfg: &VolumeConfig) -> Result<Ready> {
+/// Opens the volume for `cfg`, builds its reactor (wrapped by `wrap`) and
+/// binds its listener.
+fn open(
+    cfg: &VolumeConfig,
+    wrap: impl FnOnce(Box<dyn Reactor>) -> Result<Box<dyn Reactor>>,
+) -> Result<Ready> {
     precise_timers();
-    let mut reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
+    let reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
+    let mut reactor = wrap(reactor)?;
     let vol = Volume::open(cfg, reactor.as_mut())?;
     let mut server = Server::new(
         cfg.listen.clone(),
@@ -63,7 +69,7 @@ impl Background {
         let thread = std::thread::Builder::new()
             .name("tiermux-serve".into())
             .spawn(move || -> Result<()> {
-                let mut ready = match open(&cfg) {
+                let mut ready = match open(&cfg, Ok) {
                     Ok(r) => r,
                     Err(e) => {
                         let msg = format!("{e:#}");
@@ -114,17 +120,37 @@ impl Background {
 }
 
 /// Runs the server for `config`; `socket` overrides the config's listener
-/// with a Unix socket, and relative paths are taken from `data_dir`.
-pub fn serve(config: &Path, socket: Option<&Path>, data_dir: &Path) -> Result<()> {
+/// with a Unix socket, and relative paths are taken from `data_dir`. With
+/// `power_loss` (a state file), writes not yet synced are kept apart and
+/// SIGUSR1 simulates a power cut (`reactor/power_loss.rs`).
+pub fn serve(
+    config: &Path,
+    socket: Option<&Path>,
+    data_dir: &Path,
+    power_loss: Option<&Path>,
+) -> Result<()> {
     let mut cfg = VolumeConfig::load(config, data_dir)?;
     if let Some(s) = socket {
         cfg.listen = Listen::Unix(data_dir.join(s));
     }
+    let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let wrap = |r: Box<dyn Reactor>| -> Result<Box<dyn Reactor>> {
+        let Some(state) = power_loss else {
+            return Ok(r);
+        };
+        signal_hook::flag::register(signal_hook::consts::SIGUSR1, cut.clone())
+            .context("cannot install the SIGUSR1 handler")?;
+        let state = data_dir.join(state);
+        let wrapped = PowerLossReactor::new(r, state.clone(), cut.clone())
+            .with_context(|| format!("power-loss state {}", state.display()))?;
+        eprintln!("tiermux: simulating power loss: SIGUSR1 cuts the power (unsynced writes are lost, kept or torn)");
+        Ok(Box::new(wrapped))
+    };
     let Ready {
         mut rt,
         mut server,
         shown,
-    } = open(&cfg)?;
+    } = open(&cfg, wrap)?;
     let vol = rt.volume();
     let shutdown = server.shutdown_handle();
     let mut signals = signal_hook::iterator::Signals::new([

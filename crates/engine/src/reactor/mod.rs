@@ -23,6 +23,7 @@ use std::sync::Arc;
 pub mod fallback;
 pub mod faults;
 pub mod power;
+pub mod power_loss;
 pub mod sim;
 pub mod uring;
 

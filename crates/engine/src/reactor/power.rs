@@ -84,7 +84,19 @@ impl Machine {
     }
 
     pub(crate) fn synced(&self, fd: RawFd) {
-        self.state().files.synced(fd);
+        self.state().files.synced(fd, usize::MAX);
+    }
+
+    /// How many writes of `fd` are pending now (a sync submitted now makes
+    /// these durable, not later ones).
+    pub(crate) fn pending_writes(&self, fd: RawFd) -> usize {
+        self.state().files.pending_writes(fd)
+    }
+
+    /// A sync of `fd` submitted when `n` of its writes were pending
+    /// completed: those are durable.
+    pub(crate) fn synced_first(&self, fd: RawFd, n: usize) {
+        self.state().files.synced(fd, n);
     }
 
     /// The power fails (see the module documentation); the next boot
@@ -160,13 +172,21 @@ impl VolatileFiles {
         f.pending.push((offset, bytes.to_vec()));
     }
 
-    /// A sync of `fd` completed: its pending writes are durable.
-    fn synced(&mut self, fd: RawFd) {
+    /// A sync of `fd` completed: its first `n` pending writes (all, for
+    /// `usize::MAX`) are durable.
+    fn synced(&mut self, fd: RawFd, n: usize) {
         if let Some(f) = self.files.get_mut(&inode(&file_of(fd))) {
-            for (offset, bytes) in std::mem::take(&mut f.pending) {
+            let n = n.min(f.pending.len());
+            for (offset, bytes) in f.pending.drain(..n) {
                 apply(&mut f.durable, offset, &bytes);
             }
         }
+    }
+
+    fn pending_writes(&self, fd: RawFd) -> usize {
+        self.files
+            .get(&inode(&file_of(fd)))
+            .map_or(0, |f| f.pending.len())
     }
 
     /// The power fails: every file gets its durable image plus a random

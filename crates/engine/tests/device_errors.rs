@@ -345,7 +345,8 @@ fn random_device_errors_never_return_foreign_data_and_spare_what_home_holds() {
     println!("device errors: {total:?}");
 }
 
-/// A cache device dies mid-run and is taken out of service.
+/// A cache device dies mid-run and is taken out of service, and again at
+/// a restart while it stays dead.
 #[test]
 fn a_dead_cache_device_is_taken_out_of_service() {
     let modes: &[(&str, &str)] = &[
@@ -396,6 +397,14 @@ fn a_dead_cache_device_is_taken_out_of_service() {
             "{policy} {extra}: flush error {}",
             flush.error
         );
+        // A restart with the device still dead: its sync at open fails, it
+        // is taken out of service again, and the volume serves as before.
+        let at_risk = h.vol().at_risk_blocks(0);
+        h.close();
+        let mut h = run.open(1);
+        assert_eq!(h.vol().stats().out_of_service & 1, 1, "{policy} {extra}");
+        assert_eq!(h.vol().at_risk_blocks(0), at_risk, "{policy} {extra}");
+        run.requests(&mut h, 2000, Expect::spared(safe));
         h.close();
     }
 }

@@ -154,24 +154,43 @@ pub enum OpenError {
 
 /// Recovers the volume's metadata. The devices are synced first: whatever
 /// recovery finds points at their data, and the checkpoint it writes must
-/// not outlive that data in a power cut.
+/// not outlive that data in a power cut. A device other than home whose
+/// sync fails is left out (bit set in the returned mask); the caller takes
+/// it out of service.
 fn open_metadata(
     cfg: &VolumeConfig,
     shape: &VolumeShape,
     home: u8,
     devices: &[Device],
     r: &mut dyn Reactor,
-) -> Result<(Metadata, tiermux_core::PlacementMap, Recovery), OpenError> {
-    for d in devices {
-        r.sync_now(d.fd())
-            .map_err(|source| crate::journal::MetaError::Io {
-                path: d.path.clone(),
-                source,
-            })?;
+) -> Result<(Metadata, tiermux_core::PlacementMap, Recovery, u8), OpenError> {
+    let mut failed = 0u8;
+    for (i, d) in devices.iter().enumerate() {
+        if let Err(source) = r.sync_now(d.fd()) {
+            if i == home as usize {
+                return Err(crate::journal::MetaError::Io {
+                    path: d.path.clone(),
+                    source,
+                }
+                .into());
+            }
+            eprintln!(
+                "tiermux: device '{}' failed its sync at open: {source}",
+                d.name
+            );
+            failed |= 1 << i;
+        }
     }
     let (mut meta, map, recovery) = Metadata::open(&cfg.metadata_dir, shape, home, &r.boot_id())?;
-    meta.set_data_fds(devices.iter().map(|d| d.fd()).collect());
-    Ok((meta, map, recovery))
+    meta.set_data_fds(
+        devices
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| failed & (1 << i) == 0)
+            .map(|(_, d)| d.fd())
+            .collect(),
+    );
+    Ok((meta, map, recovery, failed))
 }
 
 /// Opens every device of `cfg` with its layers.
@@ -235,6 +254,47 @@ fn check_address_spaces(
     Ok(())
 }
 
+/// The health of freshly opened devices: those in `failed` (their sync at
+/// open failed) are taken out of service, or the volume cannot open when
+/// the policy cannot do without one.
+fn give_up_failed_devices(
+    cfg: &VolumeConfig,
+    devices: &[Device],
+    failed: u8,
+    dispatcher: &mut Dispatcher,
+) -> Result<health::Health, OpenError> {
+    let mut health = health::Health::new(cfg.devices.len());
+    for d in (0..devices.len() as u8).filter(|d| failed & (1 << d) != 0) {
+        health.failed(d, health::OUT_OF_SERVICE_AFTER_ERRORS);
+        if !dispatcher.take_out_of_service(d) {
+            return Err(OpenError::Restore {
+                dir: cfg.metadata_dir.display().to_string(),
+                message: format!(
+                    "device '{}' fails, and policy '{}' cannot do without it",
+                    devices[d as usize].name,
+                    dispatcher.policy().name()
+                ),
+            });
+        }
+        health.out_of_service(d);
+        let at_risk = dispatcher
+            .map()
+            .iter()
+            .filter(|(_, e)| e.dirty_on(d))
+            .count();
+        eprintln!(
+            "tiermux: device '{}' taken out of service at open{}",
+            devices[d as usize].name,
+            if at_risk > 0 {
+                format!("; AT RISK: {at_risk} blocks whose newest data is only on it")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(health)
+}
+
 fn token(kind: u64, index: usize) -> u64 {
     kind << KIND_SHIFT | index as u64
 }
@@ -261,13 +321,14 @@ impl Volume {
             seed: cfg.seed,
         };
         check_address_spaces(cfg, &devices, policy.as_ref())?;
-        let (meta, map, recovery) = open_metadata(cfg, &shape, home, &devices, r)?;
+        let (meta, map, recovery, failed) = open_metadata(cfg, &shape, home, &devices, r)?;
         let mut dispatcher =
             Dispatcher::with_map(policy, map).map_err(|message| OpenError::Restore {
                 dir: cfg.metadata_dir.display().to_string(),
                 message,
             })?;
         dispatcher.track_changes();
+        let health = give_up_failed_devices(cfg, &devices, failed, &mut dispatcher)?;
         let address_spaces = (0..cfg.devices.len())
             .map(|d| dispatcher.policy().address_space(d))
             .collect();
@@ -293,7 +354,7 @@ impl Volume {
             recovery,
             marks: Default::default(),
             meta_error: None,
-            health: health::Health::new(cfg.devices.len()),
+            health,
         })
     }
 

@@ -14,12 +14,73 @@
 //!    parallelism: dies, heads), or with no queueing when `channels` is 0.
 //!
 //! Throughput therefore rises with concurrency until the pipe (or the
-//! channels) saturate, as in the Orthus paper's Figure 2. A fixed-rate
+//! channels) saturate, as in the Orthus paper's Figure 2.
+//!
+//! Latency varies: a [`Tail`] makes a small share of operations slower in
+//! the channel stage (a mixture fitted to published percentiles), drawn
+//! from the device's seeded generator, so tails exist without queueing and
+//! a run stays deterministic for its seed. A fixed-rate
 //! device (R ops/s, one at a time) is the pipe alone with cost 1/R; it
 //! exists to check the simulator against the paper's analytical model.
 
-use tiermux_core::rng::splitmix64;
+use tiermux_core::rng::{splitmix64, Rng};
 use tiermux_core::Op;
+
+/// The slow operations of one direction: with probability `slow_prob` an
+/// operation's latency is `slow_factor` times its usual latency, with
+/// `slower_prob` it is `slower_factor` times (the extra time is spent in
+/// the channel stage, so it adds latency, not pipe occupancy).
+#[derive(Clone, Copy, Debug, PartialEq, Default, serde::Serialize)]
+pub struct Tail {
+    /// Share of operations at `slow_factor`.
+    pub slow_prob: f64,
+    /// Latency multiplier of those operations.
+    pub slow_factor: f64,
+    /// Share of operations at `slower_factor`.
+    pub slower_prob: f64,
+    /// Latency multiplier of those operations.
+    pub slower_factor: f64,
+}
+
+impl Tail {
+    /// The mixture whose 99th and 99.9th percentiles (of latency at one
+    /// operation in flight) are `p99_over_p50` and `p999_over_p50` times
+    /// the median: 0.99 % of operations at the first, 0.11 % at the
+    /// second, so that 1.1 % are at least the first and 0.11 % at least
+    /// the second. Without a 99.9th percentile, 1.1 % are at the first.
+    pub fn from_percentiles(p99_over_p50: f64, p999_over_p50: Option<f64>) -> Tail {
+        match p999_over_p50 {
+            Some(p999) => Tail {
+                slow_prob: 0.0099,
+                slow_factor: p99_over_p50,
+                slower_prob: 0.0011,
+                slower_factor: p999,
+            },
+            None => Tail {
+                slow_prob: 0.011,
+                slow_factor: p99_over_p50,
+                slower_prob: 0.0,
+                slower_factor: 1.0,
+            },
+        }
+    }
+
+    /// True when every operation takes its usual time.
+    pub fn is_none(&self) -> bool {
+        self.slow_prob == 0.0 && self.slower_prob == 0.0
+    }
+
+    /// The latency multiplier for a uniform draw `u` in [0, 1).
+    fn factor(&self, u: f64) -> f64 {
+        if u < self.slower_prob {
+            self.slower_factor
+        } else if u < self.slower_prob + self.slow_prob {
+            self.slow_factor
+        } else {
+            1.0
+        }
+    }
+}
 
 /// Cost of one direction: `fixed_ns + bytes * ns_per_byte` for each stage.
 #[derive(Clone, Copy, Debug, PartialEq, Default, serde::Serialize)]
@@ -32,6 +93,8 @@ pub struct DirModel {
     pub access_fixed_ns: f64,
     /// Channel cost per byte, ns.
     pub access_ns_per_byte: f64,
+    /// Slow operations (none by default).
+    pub tail: Tail,
 }
 
 impl DirModel {
@@ -119,6 +182,8 @@ pub struct SimDevice {
     written_since_gc: u64,
     inflight_reads: u32,
     inflight_writes: u32,
+    /// Draws which operations are slow ([`Tail`]).
+    rng: Rng,
     /// Cumulative counters.
     pub counters: DeviceCounters,
 }
@@ -126,8 +191,13 @@ pub struct SimDevice {
 const WRITE_EWMA_WEIGHT: f64 = 1.0 / 64.0;
 
 impl SimDevice {
-    /// An idle device.
+    /// An idle device whose slow operations are drawn with a fixed seed.
     pub fn new(model: DeviceModel) -> Self {
+        SimDevice::seeded(model, 0x5EED_DE71)
+    }
+
+    /// An idle device whose slow operations are drawn from `seed`.
+    pub fn seeded(model: DeviceModel, seed: u64) -> Self {
         let channels = model.channels as usize;
         SimDevice {
             model,
@@ -137,6 +207,7 @@ impl SimDevice {
             written_since_gc: 0,
             inflight_reads: 0,
             inflight_writes: 0,
+            rng: Rng::new(seed),
             counters: DeviceCounters::default(),
         }
     }
@@ -181,7 +252,11 @@ impl SimDevice {
             }
         }
         self.pipe_free_ns = pipe_done;
-        let access = dm.access_ns(bytes);
+        let mut access = dm.access_ns(bytes);
+        if !dm.tail.is_none() {
+            let f = dm.tail.factor(self.rng.next_f64());
+            access += (f - 1.0) * (dm.pipe_ns(bytes) + dm.access_ns(bytes));
+        }
         let done = if self.channel_free_ns.is_empty() {
             pipe_done + access
         } else {
@@ -247,6 +322,26 @@ mod tests {
         let a = d.submit(0, Op::Read, 4096, 7, 0);
         let b = d.submit(0, Op::Read, 4096, 7, 0);
         assert_eq!((a, b), (100, 200), "same address, same channel: FIFO");
+    }
+
+    #[test]
+    fn a_tail_makes_its_share_of_operations_slower() {
+        let mut m = DeviceModel::fixed_rate(1e9);
+        m.read.pipe_fixed_ns = 0.0;
+        m.read.access_fixed_ns = 10_000.0;
+        m.read.tail = Tail::from_percentiles(3.0, Some(10.0));
+        let mut d = SimDevice::seeded(m, 1);
+        let mut lat: Vec<u64> = (0..100_000)
+            .map(|i| {
+                let now = i * 1_000_000;
+                d.submit(now, Op::Read, 4096, i, 0) - now
+            })
+            .collect();
+        lat.sort_unstable();
+        let pct = |q: f64| lat[(q * lat.len() as f64) as usize] as f64 / 10_000.0;
+        assert_eq!(pct(0.5), 1.0);
+        assert_eq!(pct(0.99), 3.0);
+        assert_eq!(pct(0.999), 10.0);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{DeviceModel, DirModel};
+use crate::model::{DeviceModel, DirModel, Tail};
 
 /// Calibration targets of one direction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
@@ -38,6 +38,15 @@ pub struct DirTargets {
     /// (optional; defaults to the peak bandwidth).
     #[serde(default)]
     pub qd1_gb_per_s: Option<f64>,
+    /// 99th-percentile QD1 latency over the median (optional, at least 1;
+    /// none: every operation takes the same time). The latency points
+    /// above are then medians.
+    #[serde(default)]
+    pub p99_over_p50: Option<f64>,
+    /// 99.9th-percentile QD1 latency over the median (optional; needs
+    /// `p99_over_p50`, and at least it).
+    #[serde(default)]
+    pub p999_over_p50: Option<f64>,
 }
 
 /// A device profile as written in TOML or built in.
@@ -128,6 +137,7 @@ fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, Prof
     if let Some(v) = t.qd1_gb_per_s {
         positive(profile, &f("qd1_gb_per_s"), v)?;
     }
+    let tail = derive_tail(profile, dir, t)?;
     const S4: f64 = 4096.0;
     const S16: f64 = 16384.0;
     // Pipe: p(s) = fixed + s * per_byte, through the bandwidth points (ns).
@@ -157,7 +167,38 @@ fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, Prof
         pipe_ns_per_byte: pipe_per_byte,
         access_fixed_ns: a4 - S4 * access_per_byte,
         access_ns_per_byte: access_per_byte,
+        tail,
     })
+}
+
+/// The latency tail of one direction from its percentile ratios.
+fn derive_tail(profile: &str, dir: &str, t: &DirTargets) -> Result<Tail, ProfileError> {
+    let err = |field: &str, message: String| ProfileError {
+        profile: profile.into(),
+        field: format!("{dir}.{field}"),
+        message,
+    };
+    match (t.p99_over_p50, t.p999_over_p50) {
+        (None, None) => Ok(Tail::default()),
+        (None, Some(_)) => Err(err("p999_over_p50", "needs p99_over_p50 too".into())),
+        (Some(p99), p999) => {
+            if !(p99.is_finite() && p99 >= 1.0) {
+                return Err(err(
+                    "p99_over_p50",
+                    format!("must be at least 1, got {p99}"),
+                ));
+            }
+            if let Some(v) = p999 {
+                if !(v.is_finite() && v >= p99) {
+                    return Err(err(
+                        "p999_over_p50",
+                        format!("must be at least p99_over_p50 ({p99}), got {v}"),
+                    ));
+                }
+            }
+            Ok(Tail::from_percentiles(p99, p999))
+        }
+    }
 }
 
 impl ProfileSpec {
@@ -197,6 +238,8 @@ fn dir(
         gb_per_s_4k: gb_4k,
         gb_per_s_16k: gb_16k,
         qd1_gb_per_s: None,
+        p99_over_p50: None,
+        p999_over_p50: None,
     }
 }
 
@@ -387,5 +430,45 @@ mod tests {
         p.read.gb_per_s_4k = -1.0;
         let e = p.model().unwrap_err();
         assert_eq!(e.field, "read.gb_per_s_4k");
+        let mut p = find_builtin("optane-905p").unwrap();
+        p.write.p99_over_p50 = Some(0.5);
+        assert_eq!(p.model().unwrap_err().field, "write.p99_over_p50");
+        p.write.p99_over_p50 = Some(3.0);
+        p.write.p999_over_p50 = Some(2.0);
+        let e = p.model().unwrap_err();
+        assert_eq!(e.field, "write.p999_over_p50");
+        assert!(e.message.contains("at least p99_over_p50 (3)"), "{e}");
+        p.read.p999_over_p50 = Some(2.0);
+        assert_eq!(p.model().unwrap_err().field, "read.p999_over_p50");
+    }
+
+    /// A profile's percentile ratios come out of its model at one
+    /// operation in flight, with the latency point as the median.
+    #[test]
+    fn tails_reproduce_their_percentiles() {
+        let mut p = find_builtin("flash-970pro").unwrap();
+        p.read.p99_over_p50 = Some(4.0);
+        p.read.p999_over_p50 = Some(12.0);
+        let mut d = crate::model::SimDevice::seeded(p.model().unwrap(), 3);
+        let mut now = 0u64;
+        let mut lat: Vec<f64> = (0..50_000u64)
+            .map(|i| {
+                let done = d.submit(now, tiermux_core::Op::Read, 4096, i, 0);
+                d.complete(tiermux_core::Op::Read);
+                let l = (done - now) as f64;
+                now = done;
+                l
+            })
+            .collect();
+        lat.sort_by(f64::total_cmp);
+        let pct = |q: f64| lat[(q * lat.len() as f64) as usize];
+        let p50 = pct(0.5);
+        assert!((p50 / 1e3 - p.read.latency_us_4k).abs() < 0.01 * p.read.latency_us_4k);
+        assert!((pct(0.99) / p50 - 4.0).abs() < 0.01, "{}", pct(0.99) / p50);
+        assert!(
+            (pct(0.999) / p50 - 12.0).abs() < 0.01,
+            "{}",
+            pct(0.999) / p50
+        );
     }
 }

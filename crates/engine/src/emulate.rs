@@ -37,10 +37,11 @@ pub struct Emulated {
 }
 
 impl Emulated {
-    /// The timing of `profile`; errors name the profile's bad field.
-    pub fn new(profile: &ProfileSpec) -> Result<Emulated, tiermux_device::ProfileError> {
+    /// The timing of `profile`, its slow operations drawn from `seed`;
+    /// errors name the profile's bad field.
+    pub fn new(profile: &ProfileSpec, seed: u64) -> Result<Emulated, tiermux_device::ProfileError> {
         Ok(Emulated {
-            model: SimDevice::new(profile.model()?),
+            model: SimDevice::seeded(profile.model()?, seed),
             profile: profile.name.clone(),
         })
     }
@@ -67,7 +68,7 @@ mod tests {
     #[test]
     fn emulated_timing_follows_the_profile() {
         let p = tiermux_device::find_builtin("fixed:1000").unwrap();
-        let mut e = Emulated::new(&p).unwrap();
+        let mut e = Emulated::new(&p, 1).unwrap();
         assert_eq!(e.describe(), "emulated fixed:1000");
         // One operation at a time at 1000 ops/s: 1 ms each, queued.
         assert_eq!(e.submitted(0, Op::Read, 4096, 0, 0), 1_000_000);

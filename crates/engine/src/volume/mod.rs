@@ -199,7 +199,8 @@ fn open_devices(cfg: &VolumeConfig) -> Result<Vec<Device>, OpenError> {
     for (i, d) in cfg.devices.iter().enumerate() {
         let mut dev = Device::open(&d.name, &d.path, d.size_bytes, d.direct)?;
         if let Some(p) = &d.profile {
-            let timing = Emulated::new(p).map_err(|e| crate::device::DeviceError {
+            let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407);
+            let timing = Emulated::new(p, seed).map_err(|e| crate::device::DeviceError {
                 name: d.name.clone(),
                 path: d.path.clone(),
                 message: format!("profile: {e}"),

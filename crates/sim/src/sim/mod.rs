@@ -212,7 +212,11 @@ impl Simulator {
         let devices: Vec<SimDevice> = r
             .devices
             .iter()
-            .map(|(_, m)| SimDevice::new(m.clone()))
+            .enumerate()
+            .map(|(d, (_, m))| {
+                let seed = tiermux_core::rng::splitmix64(cfg.seed ^ (d as u64 + 1) << 48);
+                SimDevice::seeded(m.clone(), seed)
+            })
             .collect();
         let n_dev = devices.len();
         let workload = Workload::new(

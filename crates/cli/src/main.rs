@@ -129,7 +129,12 @@ enum Cmd {
         check: bool,
     },
     /// List device profiles with their calibration points.
-    Profiles,
+    Profiles {
+        /// Print only where each parameter of each profile comes from, as
+        /// a markdown table (the one in docs/profiles.md).
+        #[arg(long)]
+        sources: bool,
+    },
     /// List policies.
     Policies,
 }
@@ -179,8 +184,13 @@ fn main() {
             },
             check,
         ),
-        Cmd::Profiles => {
-            profiles();
+        Cmd::Profiles { sources } => {
+            if sources {
+                let table = tiermux_device::profile::sources_markdown(&builtin_profiles());
+                outln!("{}", table.trim_end());
+            } else {
+                profiles();
+            }
             Ok(())
         }
         Cmd::Policies => {
@@ -511,6 +521,7 @@ fn profiles() {
         }
     }
     outln!("\nAlso: fixed:R, a device serving R ops/s one at a time (the Orthus paper's model).");
+    outln!("Where each parameter comes from: tiermux profiles --sources.");
 }
 
 fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) -> Result<()> {

@@ -16,6 +16,8 @@
 //!
 //! Profiles can also be written in TOML (see [`ProfileSpec`]).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::{DeviceModel, DirModel, Tail};
@@ -86,6 +88,12 @@ pub struct ProfileSpec {
     /// analytical model); overrides the targets.
     #[serde(default)]
     pub fixed_rate_ops_per_s: Option<f64>,
+    /// Where each parameter's value comes from, by parameter name
+    /// (`read.latency_us_4k`, `channels`, ...): a paper's table or figure,
+    /// a datasheet at a stated size, a named measurement, or a stated
+    /// assumption. Parameters without one cite `source`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cite: BTreeMap<String, String>,
 }
 
 /// Why a profile is unusable.
@@ -201,10 +209,90 @@ fn derive_tail(profile: &str, dir: &str, t: &DirTargets) -> Result<Tail, Profile
     }
 }
 
+impl DirTargets {
+    /// The targets that are set, as (name, value) pairs.
+    fn set(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("latency_us_4k", self.latency_us_4k),
+            ("gb_per_s_4k", self.gb_per_s_4k),
+        ];
+        for (name, x) in [
+            ("latency_us_16k", self.latency_us_16k),
+            ("gb_per_s_16k", self.gb_per_s_16k),
+            ("qd1_gb_per_s", self.qd1_gb_per_s),
+            ("p99_over_p50", self.p99_over_p50),
+            ("p999_over_p50", self.p999_over_p50),
+        ] {
+            if let Some(x) = x {
+                v.push((name, x));
+            }
+        }
+        v
+    }
+}
+
 impl ProfileSpec {
+    /// Every parameter the profile sets, as (name, value): the names that
+    /// [`ProfileSpec::cite`] takes.
+    pub fn parameters(&self) -> Vec<(String, f64)> {
+        if let Some(r) = self.fixed_rate_ops_per_s {
+            return vec![("fixed_rate_ops_per_s".into(), r)];
+        }
+        let mut v = Vec::new();
+        for (dir, t) in [("read", &self.read), ("write", &self.write)] {
+            v.extend(t.set().into_iter().map(|(n, x)| (format!("{dir}.{n}"), x)));
+        }
+        for (name, x) in [
+            ("channels", self.channels as f64),
+            ("write_interference", self.write_interference),
+            (
+                "write_contention_threads",
+                self.write_contention_threads as f64,
+            ),
+            ("write_contention_factor", self.write_contention_factor),
+            ("gc_every_mb", self.gc_every_mb),
+            ("gc_pause_us", self.gc_pause_us),
+        ] {
+            if x != 0.0 {
+                v.push((name.to_string(), x));
+            }
+        }
+        v
+    }
+
+    /// Where parameter `name`'s value comes from (its own citation, or
+    /// the profile's `source`).
+    pub fn citation(&self, name: &str) -> &str {
+        self.cite
+            .get(name)
+            .map_or(self.source.as_str(), |s| s.as_str())
+    }
+
+    /// Refuses a citation of a parameter the profile does not set.
+    fn check_citations(&self) -> Result<(), ProfileError> {
+        let set = self.parameters();
+        for key in self.cite.keys() {
+            if !set.iter().any(|(n, _)| n == key) {
+                return Err(ProfileError {
+                    profile: self.name.clone(),
+                    field: format!("cite.{key}"),
+                    message: format!(
+                        "names no parameter this profile sets (it sets: {})",
+                        set.iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the profile and derives its device model.
     pub fn model(&self) -> Result<DeviceModel, ProfileError> {
         let n = self.name.as_str();
+        self.check_citations()?;
         if let Some(r) = self.fixed_rate_ops_per_s {
             positive(n, "fixed_rate_ops_per_s", r)?;
             return Ok(DeviceModel::fixed_rate(r));
@@ -263,15 +351,24 @@ fn spec(
         gc_every_mb: 0.0,
         gc_pause_us: 0.0,
         fixed_rate_ops_per_s: None,
+        cite: BTreeMap::new(),
+    }
+}
+
+/// Cites `text` for each parameter in `names`.
+fn cite(p: &mut ProfileSpec, names: &[&str], text: &str) {
+    for n in names {
+        p.cite.insert((*n).to_string(), text.to_string());
     }
 }
 
 const ORTHUS_T1: &str = "Orthus (FAST '21) Table 1";
 const MOST_T1: &str = "MOST Table 1 (QD1 read latency; 32-thread bandwidth)";
 
-/// The built-in profiles.
-pub fn builtin_profiles() -> Vec<ProfileSpec> {
-    let mut v = Vec::new();
+const LAT: [&str; 2] = ["read.latency_us_4k", "write.latency_us_4k"];
+
+/// The Orthus Table 1 devices: one latency and one bandwidth per direction.
+fn orthus_table1(v: &mut Vec<ProfileSpec>) {
     let mut dram = spec(
         "dram",
         "DDR4 DRAM (SK Hynix 16 GB)",
@@ -281,6 +378,17 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
     );
     dram.read.qd1_gb_per_s = Some(6.0);
     dram.write.qd1_gb_per_s = Some(6.0);
+    cite(
+        &mut dram,
+        &LAT,
+        &format!("{ORTHUS_T1} (SK Hynix DDR4 16 GB): 80 ns"),
+    );
+    cite(
+        &mut dram,
+        &["read.gb_per_s_4k", "write.gb_per_s_4k"],
+        &format!("{ORTHUS_T1}: 15 GB/s read and write"),
+    );
+    cite(&mut dram, &["read.qd1_gb_per_s", "write.qd1_gb_per_s"], "Assumed (not measured): one stream of non-temporal copies moves 6 GB/s; sets the QD1 latency of a 4 KiB block");
     v.push(dram);
     let mut nvm = spec(
         "nvm",
@@ -294,62 +402,166 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
     nvm.write_contention_threads = 4;
     nvm.write_contention_factor = 0.25;
     nvm.write_interference = 1.0;
+    cite(
+        &mut nvm,
+        &LAT,
+        &format!("{ORTHUS_T1} (Intel Optane DCPM): 300 ns"),
+    );
+    cite(
+        &mut nvm,
+        &["read.gb_per_s_4k"],
+        &format!("{ORTHUS_T1}: 6.8 GB/s read"),
+    );
+    cite(
+        &mut nvm,
+        &["write.gb_per_s_4k"],
+        &format!("{ORTHUS_T1}: 2.3 GB/s write"),
+    );
+    cite(&mut nvm, &["read.qd1_gb_per_s", "write.qd1_gb_per_s"], "Yang et al. (FAST '20), single-thread DCPM bandwidth: about 2.2 GB/s read, 1.2 GB/s write (read from their figures)");
+    cite(&mut nvm, &["write_contention_threads"], "Yang et al. (FAST '20): DCPM write bandwidth peaks at about 4 concurrent writers and falls beyond");
+    cite(&mut nvm, &["write_contention_factor"], "Assumed (not measured): the rate of that fall; chosen so that NVM/Optane writes invert under load as Orthus Fig. 2 shows");
+    cite(&mut nvm, &["write_interference"], "Assumed (not measured): reads slow under concurrent writes, as Yang et al. (FAST '20) report for DCPM");
     v.push(nvm);
-    v.push(spec(
+    let mut optane = spec(
         "optane-905p",
         "Intel Optane SSD 905P (low-latency SSD, PCIe 3)",
         &format!("{ORTHUS_T1}: 10 µs, 2.5 GB/s read, 2.3 GB/s write"),
         dir(10.0, None, 2.5, None),
         dir(10.0, None, 2.3, None),
-    ));
-    v.push(spec(
+    );
+    cite(
+        &mut optane,
+        &LAT,
+        &format!("{ORTHUS_T1} (low-latency SSD): 10 µs, for reads and writes"),
+    );
+    cite(
+        &mut optane,
+        &["read.gb_per_s_4k"],
+        &format!(
+            "{ORTHUS_T1}: 2.5 GB/s read (a vendor figure without an access size; applied at 4 KiB)"
+        ),
+    );
+    cite(&mut optane, &["write.gb_per_s_4k"], &format!("{ORTHUS_T1}: 2.3 GB/s write (a vendor figure without an access size; applied at 4 KiB)"));
+    v.push(optane);
+    let mut flash = spec(
         "flash-970pro",
         "Samsung 970 Pro NVMe Flash SSD (PCIe 3)",
         &format!("{ORTHUS_T1}: 80 µs, ~3.0 GB/s read, ~2.0 GB/s write"),
         dir(80.0, None, 3.0, None),
         dir(80.0, None, 2.0, None),
-    ));
-    v.push(spec(
+    );
+    cite(
+        &mut flash,
+        &LAT,
+        &format!(
+            "{ORTHUS_T1} (NVMe Flash SSD): 80 µs, the table's one latency, applied to writes too"
+        ),
+    );
+    cite(&mut flash, &["read.gb_per_s_4k"], &format!("{ORTHUS_T1}: ~3.0 GB/s read (a vendor figure without an access size; applied at 4 KiB)"));
+    cite(&mut flash, &["write.gb_per_s_4k"], &format!("{ORTHUS_T1}: ~2.0 GB/s write (a vendor figure without an access size; applied at 4 KiB)"));
+    v.push(flash);
+    let mut sata = spec(
         "sata-520",
         "Intel 520 SATA Flash SSD",
         &format!("{ORTHUS_T1}: 180 µs, 0.5 GB/s read and write"),
         dir(180.0, None, 0.5, None),
         dir(180.0, None, 0.5, None),
-    ));
-    v.push(spec(
+    );
+    cite(
+        &mut sata,
+        &LAT,
+        &format!("{ORTHUS_T1} (SATA Flash SSD): 180 µs"),
+    );
+    cite(
+        &mut sata,
+        &["read.gb_per_s_4k", "write.gb_per_s_4k"],
+        &format!("{ORTHUS_T1}: 0.5 GB/s read and write"),
+    );
+    v.push(sata);
+}
+
+/// A MOST Table 1 device: QD1 read latency and 32-thread bandwidth at 4
+/// and 16 KiB; write latency as `write_note` says.
+fn most_table1(
+    name: &str,
+    description: &str,
+    read: DirTargets,
+    write: DirTargets,
+    write_note: &str,
+) -> ProfileSpec {
+    let bw = |t: &DirTargets| format!("{}/{}", t.gb_per_s_4k, t.gb_per_s_16k.unwrap_or(f64::NAN));
+    let lat = format!(
+        "{}/{} µs",
+        read.latency_us_4k,
+        read.latency_us_16k.unwrap_or(f64::NAN)
+    );
+    let source = format!(
+        "{MOST_T1}: {lat}, read {} GB/s, write {} GB/s at 4/16 KiB; {write_note}",
+        bw(&read),
+        bw(&write)
+    );
+    let mut p = spec(name, description, &source, read, write);
+    cite(
+        &mut p,
+        &["read.latency_us_4k", "read.latency_us_16k"],
+        &format!("{MOST_T1}: QD1 read latency {lat} at 4/16 KiB"),
+    );
+    cite(
+        &mut p,
+        &[
+            "read.gb_per_s_4k",
+            "read.gb_per_s_16k",
+            "write.gb_per_s_4k",
+            "write.gb_per_s_16k",
+        ],
+        &format!("{MOST_T1}: 32-thread bandwidth at 4/16 KiB"),
+    );
+    cite(
+        &mut p,
+        &["write.latency_us_4k", "write.latency_us_16k"],
+        write_note,
+    );
+    p
+}
+
+/// The built-in profiles.
+pub fn builtin_profiles() -> Vec<ProfileSpec> {
+    let mut v = Vec::new();
+    orthus_table1(&mut v);
+    v.push(most_table1(
         "optane-p4800x",
         "Intel Optane SSD P4800X 750 GB",
-        &format!("{MOST_T1}: 11/18 µs, read 2.2/2.4 GB/s, write 2.2/2.2 GB/s at 4/16 KiB; write latency taken equal to read"),
         dir(11.0, Some(18.0), 2.2, Some(2.4)),
         dir(11.0, Some(18.0), 2.2, Some(2.2)),
+        "write latency taken equal to read (assumed; MOST Table 1 gives reads only)",
     ));
-    v.push(spec(
+    v.push(most_table1(
         "nvme-pcie4",
         "PCIe 4.0 NVMe Flash SSD",
-        &format!("{MOST_T1}: 66/86 µs, read 1.5/3.3 GB/s, write 1.9/2.3 GB/s at 4/16 KiB; write latency assumed 20/30 µs (flash writes complete in the device buffer)"),
         dir(66.0, Some(86.0), 1.5, Some(3.3)),
         dir(20.0, Some(30.0), 1.9, Some(2.3)),
+        "write latency assumed 20/30 µs (flash writes complete in the device buffer; not measured)",
     ));
-    v.push(spec(
+    v.push(most_table1(
         "nvme-pcie3",
         "Samsung 960 NVMe Flash SSD 1 TB (PCIe 3.0)",
-        &format!("{MOST_T1}: 82/90 µs, read 1.0/1.6 GB/s, write 1.5/1.6 GB/s at 4/16 KiB; write latency assumed 20/30 µs (flash writes complete in the device buffer)"),
         dir(82.0, Some(90.0), 1.0, Some(1.6)),
         dir(20.0, Some(30.0), 1.5, Some(1.6)),
+        "write latency assumed 20/30 µs (flash writes complete in the device buffer; not measured)",
     ));
-    v.push(spec(
+    v.push(most_table1(
         "nvme-rdma",
         "PCIe 4.0 NVMe Flash SSD over RDMA (25 Gbps)",
-        &format!("{MOST_T1}: 88/114 µs, read 1.2/2.7 GB/s, write 1.7/2.3 GB/s at 4/16 KiB; write latency assumed 30/45 µs (buffered flash write plus the network round trip)"),
         dir(88.0, Some(114.0), 1.2, Some(2.7)),
         dir(30.0, Some(45.0), 1.7, Some(2.3)),
+        "write latency assumed 30/45 µs (buffered flash write plus the network round trip; not measured)",
     ));
-    v.push(spec(
+    v.push(most_table1(
         "sata-870",
         "Samsung 870 SATA Flash SSD 1 TB",
-        &format!("{MOST_T1}: 104/146 µs, read 0.38/0.5 GB/s, write 0.38/0.5 GB/s at 4/16 KiB; write latency assumed 40/60 µs (buffered flash write over SATA)"),
         dir(104.0, Some(146.0), 0.38, Some(0.5)),
         dir(40.0, Some(60.0), 0.38, Some(0.5)),
+        "write latency assumed 40/60 µs (buffered flash write over SATA; not measured)",
     ));
     let mut hdd = spec(
         "hdd",
@@ -359,17 +571,56 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
         dir(8400.0, None, 0.2, None),
     );
     hdd.channels = 1;
+    cite(
+        &mut hdd,
+        &LAT,
+        "Assumed (no paper table): 4.2 ms average seek plus 4.2 ms half rotation at 7200 rpm",
+    );
+    cite(
+        &mut hdd,
+        &["read.gb_per_s_4k", "write.gb_per_s_4k"],
+        "Assumed (no paper table): 200 MB/s media rate",
+    );
+    cite(
+        &mut hdd,
+        &["channels"],
+        "One head: random accesses are served one at a time",
+    );
     v.push(hdd);
     for mb in [50.0, 25.0, 10.0] {
-        v.push(spec(
+        let mut f = spec(
             &format!("flashsim-{}", mb as u32),
             &format!("FlashSim-emulated flash device limited to {mb} MB/s"),
             &format!("Orthus §6.1: FlashSim devices with maximum speeds of 50, 25 and 10 MB/s (this one {mb} MB/s). Assumed: 100 µs access latency"),
             dir(100.0 + 4096.0 / mb, None, mb / 1e3, None),
             dir(100.0 + 4096.0 / mb, None, mb / 1e3, None),
-        ));
+        );
+        cite(&mut f, &LAT, "Assumed (the paper gives none): 100 µs access plus a 4 KiB transfer at the device's rate");
+        cite(
+            &mut f,
+            &["read.gb_per_s_4k", "write.gb_per_s_4k"],
+            &format!("Orthus §6.1: FlashSim limited to {mb} MB/s"),
+        );
+        v.push(f);
     }
     v
+}
+
+/// A markdown table of every parameter of `profiles` with its value and
+/// its source (what `tiermux profiles` prints and `docs/profiles.md`
+/// holds).
+pub fn sources_markdown(profiles: &[ProfileSpec]) -> String {
+    let mut out = String::from("| profile | parameter | value | source |\n|---|---|---|---|\n");
+    for p in profiles {
+        for (name, value) in p.parameters() {
+            out += &format!(
+                "| {} | `{name}` | {value} | {} |\n",
+                p.name,
+                p.citation(&name).replace('|', "/")
+            );
+        }
+    }
+    out
 }
 
 /// Looks up a built-in profile, or a `fixed:R` fixed-rate device of R ops/s.
@@ -384,6 +635,11 @@ pub fn find_builtin(name: &str) -> Option<ProfileSpec> {
             DirTargets::default(),
         );
         s.fixed_rate_ops_per_s = Some(r);
+        cite(
+            &mut s,
+            &["fixed_rate_ops_per_s"],
+            "Orthus §3.1: a device that performs at a fixed rate R ops/s",
+        );
         return Some(s);
     }
     builtin_profiles().into_iter().find(|p| p.name == name)
@@ -440,6 +696,63 @@ mod tests {
         assert!(e.message.contains("at least p99_over_p50 (3)"), "{e}");
         p.read.p999_over_p50 = Some(2.0);
         assert_eq!(p.model().unwrap_err().field, "read.p999_over_p50");
+    }
+
+    /// `docs/profiles.md` lists every built-in parameter's source, as
+    /// generated here.
+    #[test]
+    fn the_docs_list_every_source() {
+        let doc = include_str!("../../../docs/profiles.md");
+        let (start, end) = ("<!-- sources:start -->\n", "<!-- sources:end -->");
+        let a = doc.find(start).expect("the sources section's start marker") + start.len();
+        let b = doc.find(end).expect("the sources section's end marker");
+        assert_eq!(
+            &doc[a..b],
+            sources_markdown(&builtin_profiles()),
+            "docs/profiles.md is out of date: paste `tiermux profiles --sources` between the markers"
+        );
+    }
+
+    /// A TOML profile cites its parameters in a `cite` table.
+    #[test]
+    fn toml_profiles_cite_their_parameters() {
+        let text = r#"
+name = "my-ssd"
+source = "vendor datasheet, 2024"
+read = { latency_us_4k = 70.0, gb_per_s_4k = 1.2 }
+write = { latency_us_4k = 20.0, gb_per_s_4k = 1.0 }
+cite = { "read.latency_us_4k" = "datasheet, 4 KiB random read at QD1" }
+"#;
+        let p: ProfileSpec = toml::from_str(text).unwrap();
+        p.model().unwrap();
+        assert_eq!(
+            p.citation("read.latency_us_4k"),
+            "datasheet, 4 KiB random read at QD1"
+        );
+        assert_eq!(p.citation("write.gb_per_s_4k"), "vendor datasheet, 2024");
+    }
+
+    /// Every parameter of every built-in profile names its own source.
+    #[test]
+    fn every_builtin_parameter_cites_its_source() {
+        for p in builtin_profiles()
+            .into_iter()
+            .chain(find_builtin("fixed:100"))
+        {
+            for (name, _) in p.parameters() {
+                assert!(
+                    p.cite.contains_key(&name),
+                    "{}: {name} cites nothing",
+                    p.name
+                );
+            }
+        }
+        let mut p = find_builtin("optane-905p").unwrap();
+        p.cite
+            .insert("read.latency_us_16k".into(), "a datasheet".into());
+        let e = p.model().unwrap_err();
+        assert_eq!(e.field, "cite.read.latency_us_16k");
+        assert!(e.message.contains("names no parameter"), "{e}");
     }
 
     /// A profile's percentile ratios come out of its model at one

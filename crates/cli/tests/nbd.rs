@@ -683,6 +683,39 @@ fn check_after_power_cut(s: &Served, blocks: &mut [BlockHistory], round: usize) 
     checked
 }
 
+/// What a request of the power-cut test was: a write (block, seq, fua),
+/// or a flush with the number of replies received before it was sent.
+type Sent = std::collections::HashMap<u64, Result<(u64, u64, bool), usize>>;
+
+/// Applies a round's replies (in arrival order) to the blocks' durable
+/// writes: a completed flush makes durable every write whose reply the
+/// client had received before sending it (the server had sent those
+/// replies before it received the flush); a FUA write is durable when
+/// acknowledged. Returns the flushes completed and the writes made durable.
+fn note_durable(replies: &[(u64, u32)], sent: &Sent, blocks: &mut [BlockHistory]) -> (u64, u64) {
+    let (mut flushes, mut durable_acks) = (0, 0);
+    let mut make_durable = |b: u64, sq: u64| {
+        let d = &mut blocks[b as usize].durable;
+        *d = (*d).max(sq);
+        durable_acks += 1;
+    };
+    for &(h, err) in replies {
+        match sent[&h] {
+            Ok((b, sq, true)) if err == 0 => make_durable(b, sq),
+            Err(before) if err == 0 => {
+                flushes += 1;
+                for &(wh, werr) in &replies[..before] {
+                    if let (Ok((b, sq, _)), 0) = (sent[&wh], werr) {
+                        make_durable(b, sq);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (flushes, durable_acks)
+}
+
 /// Power cuts on real files: `tiermux serve --simulate-power-loss` keeps
 /// the writes not yet synced apart and, on SIGUSR1, drops, keeps or tears
 /// each of them on the real device and journal files and exits, in the
@@ -712,10 +745,7 @@ fn flushed_writes_survive_100_power_cuts_on_real_files() {
                 replies2.lock().unwrap().push((h, err));
             }
         });
-        // Per handle: a write (block, seq, fua), or a flush with the number
-        // of replies received before it was sent.
-        let mut sent: std::collections::HashMap<u64, Result<(u64, u64, bool), usize>> =
-            Default::default();
+        let mut sent = Sent::default();
         let cut_after = Duration::from_micros(3_000 + rng.below(30_000));
         let t0 = Instant::now();
         let mut handle = 0u64;
@@ -753,30 +783,9 @@ fn flushed_writes_survive_100_power_cuts_on_real_files() {
         );
         let _ = c.shutdown(std::net::Shutdown::Both);
         rd.join().unwrap();
-        // A completed flush makes durable every write whose reply the
-        // client had received before sending it (the server had sent those
-        // replies before it received the flush); a FUA write is durable
-        // when acknowledged.
-        let replies = replies.lock().unwrap();
-        let mut make_durable = |b: u64, sq: u64| {
-            let d = &mut blocks[b as usize].durable;
-            *d = (*d).max(sq);
-            durable_acks += 1;
-        };
-        for &(h, err) in replies.iter() {
-            match sent[&h] {
-                Ok((b, sq, true)) if err == 0 => make_durable(b, sq),
-                Err(before) if err == 0 => {
-                    flushes += 1;
-                    for &(wh, werr) in &replies[..before] {
-                        if let (Ok((b, sq, _)), 0) = (sent[&wh], werr) {
-                            make_durable(b, sq);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
+        let (f, d) = note_durable(&replies.lock().unwrap(), &sent, &mut blocks);
+        flushes += f;
+        durable_acks += d;
     }
     let s = Served::start(&dir);
     checked += check_after_power_cut(&s, &mut blocks, rounds);
@@ -789,6 +798,48 @@ fn flushed_writes_survive_100_power_cuts_on_real_files() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A client that writes and reads back its own blocks (1000 to 1099) until
+/// `stop`, asserting every reply; returns its write-read rounds.
+fn spawn_bystander(
+    sock: PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut c = connect(&sock);
+        let mut rounds = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let block = 1000 + rounds % 100;
+            let w = [request(1, 0, 1, block * 4096, 4096), stamp(block, rounds)].concat();
+            c.write_all(&w).unwrap();
+            assert_eq!(reply(&mut c, 0).unwrap().1, 0, "bystander write");
+            c.write_all(&request(0, 0, 2, block * 4096, 4096)).unwrap();
+            let (_, err, data) = reply(&mut c, 4096).unwrap();
+            assert_eq!((err, data), (0, stamp(block, rounds)), "bystander read");
+            rounds += 1;
+        }
+        rounds
+    })
+}
+
+/// Opens `n` connections that never handshake, and returns the server's
+/// thread count while they are open (the handshake pool bounds it).
+fn threads_under_stalled_handshakes(s: &Served, n: usize) -> u64 {
+    let stalled: Vec<UnixStream> = (0..n)
+        .map(|_| UnixStream::connect(s.sock()).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    drop(stalled);
+    threads
+}
+
 #[test]
 fn malformed_traffic_gets_errors_and_never_stops_the_server() {
     let dir = data_dir("fuzz");
@@ -797,24 +848,7 @@ fn malformed_traffic_gets_errors_and_never_stops_the_server() {
     let size = 64u64 << 20;
     // A well-behaved client writes and reads back its own blocks all along.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let bystander = {
-        let (sock, stop) = (s.sock(), stop.clone());
-        std::thread::spawn(move || {
-            let mut c = connect(&sock);
-            let mut rounds = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let block = 1000 + rounds % 100;
-                let w = [request(1, 0, 1, block * 4096, 4096), stamp(block, rounds)].concat();
-                c.write_all(&w).unwrap();
-                assert_eq!(reply(&mut c, 0).unwrap().1, 0, "bystander write");
-                c.write_all(&request(0, 0, 2, block * 4096, 4096)).unwrap();
-                let (_, err, data) = reply(&mut c, 4096).unwrap();
-                assert_eq!((err, data), (0, stamp(block, rounds)), "bystander read");
-                rounds += 1;
-            }
-            rounds
-        })
-    };
+    let bystander = spawn_bystander(s.sock(), stop.clone());
     let mut malformed = 0u64;
     for i in 0..200 {
         let mut c = connect(&s.sock());
@@ -915,23 +949,11 @@ fn malformed_traffic_gets_errors_and_never_stops_the_server() {
     }
     // A flood of connections that never handshake costs a bounded number
     // of threads (the handshake pool), not one each.
-    let stalled: Vec<UnixStream> = (0..400)
-        .map(|_| UnixStream::connect(s.sock()).unwrap())
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
-    let threads: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let threads = threads_under_stalled_handshakes(&s, 400);
     assert!(
         threads < 40,
         "{threads} threads with 400 stalled handshakes"
     );
-    drop(stalled);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let rounds = bystander
         .join()

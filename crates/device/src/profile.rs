@@ -367,8 +367,8 @@ const MOST_T1: &str = "MOST Table 1 (QD1 read latency; 32-thread bandwidth)";
 
 const LAT: [&str; 2] = ["read.latency_us_4k", "write.latency_us_4k"];
 
-/// The Orthus Table 1 devices: one latency and one bandwidth per direction.
-fn orthus_table1(v: &mut Vec<ProfileSpec>) {
+/// The Orthus Table 1 memory devices (DRAM, Optane DCPM).
+fn orthus_table1_memory(v: &mut Vec<ProfileSpec>) {
     let mut dram = spec(
         "dram",
         "DDR4 DRAM (SK Hynix 16 GB)",
@@ -422,6 +422,10 @@ fn orthus_table1(v: &mut Vec<ProfileSpec>) {
     cite(&mut nvm, &["write_contention_factor"], "Assumed (not measured): the rate of that fall; chosen so that NVM/Optane writes invert under load as Orthus Fig. 2 shows");
     cite(&mut nvm, &["write_interference"], "Assumed (not measured): reads slow under concurrent writes, as Yang et al. (FAST '20) report for DCPM");
     v.push(nvm);
+}
+
+/// The Orthus Table 1 SSDs: one latency and one bandwidth per direction.
+fn orthus_table1_ssds(v: &mut Vec<ProfileSpec>) {
     let mut optane = spec(
         "optane-905p",
         "Intel Optane SSD 905P (low-latency SSD, PCIe 3)",
@@ -527,7 +531,8 @@ fn most_table1(
 /// The built-in profiles.
 pub fn builtin_profiles() -> Vec<ProfileSpec> {
     let mut v = Vec::new();
-    orthus_table1(&mut v);
+    orthus_table1_memory(&mut v);
+    orthus_table1_ssds(&mut v);
     v.push(most_table1(
         "optane-p4800x",
         "Intel Optane SSD P4800X 750 GB",

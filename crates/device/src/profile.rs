@@ -36,6 +36,11 @@ pub struct DirTargets {
     /// Peak bandwidth at 16 KiB, GB/s (optional).
     #[serde(default)]
     pub gb_per_s_16k: Option<f64>,
+    /// Peak bandwidth of large transfers (a datasheet's sequential figure),
+    /// GB/s (optional; instead of `gb_per_s_16k`): it sets the pipe's cost
+    /// per byte, and the 4 KiB point its cost per operation.
+    #[serde(default)]
+    pub gb_per_s_large: Option<f64>,
     /// Single-stream bandwidth for the latency of large operations, GB/s
     /// (optional; defaults to the peak bandwidth).
     #[serde(default)]
@@ -142,6 +147,16 @@ fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, Prof
     if let Some(v) = t.gb_per_s_16k {
         positive(profile, &f("gb_per_s_16k"), v)?;
     }
+    if let Some(v) = t.gb_per_s_large {
+        positive(profile, &f("gb_per_s_large"), v)?;
+        if t.gb_per_s_16k.is_some() {
+            return Err(ProfileError {
+                profile: profile.into(),
+                field: f("gb_per_s_large"),
+                message: "give gb_per_s_16k or gb_per_s_large, not both".into(),
+            });
+        }
+    }
     if let Some(v) = t.qd1_gb_per_s {
         positive(profile, &f("qd1_gb_per_s"), v)?;
     }
@@ -150,13 +165,19 @@ fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, Prof
     const S16: f64 = 16384.0;
     // Pipe: p(s) = fixed + s * per_byte, through the bandwidth points (ns).
     let p4 = S4 / t.gb_per_s_4k;
-    let (pipe_fixed, pipe_per_byte) = match t.gb_per_s_16k {
-        Some(b16) => {
+    let (pipe_fixed, pipe_per_byte) = match (t.gb_per_s_16k, t.gb_per_s_large) {
+        (Some(b16), _) => {
             let p16 = S16 / b16;
             let per_byte = ((p16 - p4) / (S16 - S4)).max(0.0);
             (p4 - S4 * per_byte, per_byte)
         }
-        None => (0.0, 1.0 / t.gb_per_s_4k),
+        (None, Some(large)) => {
+            // No fixed cost below zero: a large-transfer figure under the
+            // 4 KiB one means bytes cost what they cost at 4 KiB.
+            let per_byte = (1.0 / large).min(p4 / S4);
+            (p4 - S4 * per_byte, per_byte)
+        }
+        (None, None) => (0.0, 1.0 / t.gb_per_s_4k),
     };
     let pipe = |s: f64| pipe_fixed + s * pipe_per_byte;
     // Latency: L(s) linear through the latency points (ns).
@@ -219,6 +240,7 @@ impl DirTargets {
         for (name, x) in [
             ("latency_us_16k", self.latency_us_16k),
             ("gb_per_s_16k", self.gb_per_s_16k),
+            ("gb_per_s_large", self.gb_per_s_large),
             ("qd1_gb_per_s", self.qd1_gb_per_s),
             ("p99_over_p50", self.p99_over_p50),
             ("p999_over_p50", self.p999_over_p50),
@@ -325,6 +347,7 @@ fn dir(
         latency_us_16k,
         gb_per_s_4k: gb_4k,
         gb_per_s_16k: gb_16k,
+        gb_per_s_large: None,
         qd1_gb_per_s: None,
         p99_over_p50: None,
         p999_over_p50: None,
@@ -618,8 +641,11 @@ pub fn sources_markdown(profiles: &[ProfileSpec]) -> String {
     let mut out = String::from("| profile | parameter | value | source |\n|---|---|---|---|\n");
     for p in profiles {
         for (name, value) in p.parameters() {
+            // Four decimals at most, trailing zeros dropped.
+            let shown = format!("{value:.4}");
+            let shown = shown.trim_end_matches('0').trim_end_matches('.');
             out += &format!(
-                "| {} | `{name}` | {value} | {} |\n",
+                "| {} | `{name}` | {shown} | {} |\n",
                 p.name,
                 p.citation(&name).replace('|', "/")
             );
@@ -691,7 +717,7 @@ mod tests {
         p.read.gb_per_s_4k = -1.0;
         let e = p.model().unwrap_err();
         assert_eq!(e.field, "read.gb_per_s_4k");
-        let mut p = find_builtin("optane-905p").unwrap();
+        let mut p = find_builtin("sata-520").unwrap();
         p.write.p99_over_p50 = Some(0.5);
         assert_eq!(p.model().unwrap_err().field, "write.p99_over_p50");
         p.write.p99_over_p50 = Some(3.0);
@@ -716,6 +742,21 @@ mod tests {
             sources_markdown(&builtin_profiles()),
             "docs/profiles.md is out of date: paste `tiermux profiles --sources` between the markers"
         );
+    }
+
+    /// A large-transfer bandwidth sets the pipe's cost per byte; the
+    /// 4 KiB point keeps its cost per operation.
+    #[test]
+    fn a_large_transfer_figure_sets_the_cost_per_byte() {
+        let mut p = find_builtin("sata-520").unwrap();
+        p.read.gb_per_s_4k = 0.4096; // 100,000 IOPS
+        p.read.gb_per_s_large = Some(0.55);
+        let m = p.model().unwrap();
+        assert!((m.read.pipe_ns(4096) - 10_000.0).abs() < 1e-6);
+        let per_byte = m.read.pipe_ns(1 << 20) - m.read.pipe_ns((1 << 20) - 1);
+        assert!((per_byte - 1.0 / 0.55).abs() < 1e-6);
+        p.read.gb_per_s_16k = Some(0.5);
+        assert_eq!(p.model().unwrap_err().field, "read.gb_per_s_large");
     }
 
     /// A TOML profile cites its parameters in a `cite` table.

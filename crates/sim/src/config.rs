@@ -62,7 +62,9 @@ pub struct SimConfig {
     pub profiles: Vec<ProfileSpec>,
     /// Policy registry name.
     pub policy: String,
-    /// Policy parameters.
+    /// Policy parameters. A table named after a policy holds parameters
+    /// for that policy only (`params.nhc.min_window_ops`), so that one
+    /// sweep can run several policies; they override the shared ones.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
     /// Block size, bytes.
@@ -228,6 +230,41 @@ pub fn params_from_toml(table: &BTreeMap<String, toml::Value>) -> Result<Params,
 }
 
 impl SimConfig {
+    /// The parameters the run's policy gets: the shared ones, then those in
+    /// the table named after it; tables named after other policies are
+    /// left out, and a table named after no policy is an error.
+    pub fn policy_params(&self) -> Result<BTreeMap<String, toml::Value>, ConfigError> {
+        let mut out = BTreeMap::new();
+        let mut own = None;
+        for (k, v) in &self.params {
+            match v {
+                toml::Value::Table(t) => {
+                    if !tiermux_core::REGISTRY.iter().any(|r| r.name == k) {
+                        let known: Vec<&str> =
+                            tiermux_core::REGISTRY.iter().map(|r| r.name).collect();
+                        return Err(ConfigError::new(
+                            format!("params.{k}"),
+                            format!(
+                                "a table of parameters is named after the policy it is for, and '{k}' is none (known: {})",
+                                known.join(", ")
+                            ),
+                        ));
+                    }
+                    if *k == self.policy {
+                        own = Some(t);
+                    }
+                }
+                _ => {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        for (k, v) in own.into_iter().flatten() {
+            out.insert(k.clone(), v.clone());
+        }
+        Ok(out)
+    }
+
     /// Validates the configuration and computes the derived quantities.
     pub fn resolve(&self) -> Result<Resolved, ConfigError> {
         let devices = self.resolve_devices()?;
@@ -235,7 +272,7 @@ impl SimConfig {
         self.check_workload()?;
         let (working_set, volume_blocks) = self.resolve_volume()?;
         let client = self.resolve_client()?;
-        let params = params_from_toml(&self.params)?;
+        let params = params_from_toml(&self.policy_params()?)?;
         let volume = volume_spec(self, &devices, volume_blocks);
         let controller_names = self.check_policy(&params, &volume)?;
         Ok(Resolved {
@@ -588,12 +625,43 @@ mod tests {
             }),
             "params.stepp"
         );
+        assert_eq!(
+            bad(&|c| {
+                let t: toml::Table = toml::from_str("min_window_ops = 5").unwrap();
+                c.params.insert("nhcc".into(), toml::Value::Table(t));
+            }),
+            "params.nhcc"
+        );
         assert_eq!(bad(&|c| c.roles = vec![DeviceRole::Home]), "roles");
         // Two home devices: the policy refuses the volume.
         assert_eq!(
             bad(&|c| c.roles = vec![DeviceRole::Home, DeviceRole::Home]),
             "policy"
         );
+    }
+
+    /// A table named after a policy holds parameters for it alone.
+    #[test]
+    fn policy_tables_reach_their_policy_only() {
+        let t: toml::Table = toml::from_str("min_window_ops = 5\nwindow_ms = 2.0").unwrap();
+        let mut c = SimConfig {
+            policy: "classic".into(),
+            ..SimConfig::default()
+        };
+        c.params.insert("nhc".into(), toml::Value::Table(t));
+        assert!(c.policy_params().unwrap().is_empty());
+        c.resolve().expect("classic ignores the nhc table");
+        c.policy = "nhc".into();
+        c.params
+            .insert("min_window_ops".into(), toml::Value::Integer(7));
+        let p = c.policy_params().unwrap();
+        assert_eq!(
+            p["min_window_ops"],
+            toml::Value::Integer(5),
+            "the table overrides"
+        );
+        assert_eq!(p["window_ms"], toml::Value::Float(2.0));
+        c.resolve().unwrap();
     }
 
     #[test]

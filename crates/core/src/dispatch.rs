@@ -322,9 +322,24 @@ impl Dispatcher {
             Some(range) if written_devices & !home_bit != 0 => range.clone(),
             _ => 0..0,
         };
-        for b in in_place {
+        if in_place.end == in_place.start + 1 {
+            let b = in_place.start;
             if !self.change_buf.iter().any(|&(c, _)| c == b) {
                 self.change_buf.push((b, self.map.get(b)));
+            }
+        } else if in_place.end > in_place.start {
+            // Which of the range's blocks changed already (one pass over the
+            // changes, not one per block).
+            let mut changed = vec![false; (in_place.end - in_place.start) as usize];
+            for &(c, _) in &self.change_buf {
+                if in_place.contains(&c) {
+                    changed[(c - in_place.start) as usize] = true;
+                }
+            }
+            for (b, seen) in in_place.zip(changed) {
+                if !seen {
+                    self.change_buf.push((b, self.map.get(b)));
+                }
             }
         }
         if self.change_buf.is_empty() {

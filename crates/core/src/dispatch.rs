@@ -258,6 +258,10 @@ pub struct Dispatcher {
     events: VecDeque<MapEvent>,
     /// The entries of the deciding work's blocks before its decision.
     pre: Vec<Entry>,
+    /// Failed reads that shared their block's lock, repaired when the
+    /// block's last reader lets go: the entry before the first of them,
+    /// and what failed.
+    deferred_repairs: BlockMap<(Entry, Failures)>,
 }
 
 impl Dispatcher {
@@ -281,6 +285,7 @@ impl Dispatcher {
             change_buf: Vec::new(),
             events: VecDeque::new(),
             pre: Vec::new(),
+            deferred_repairs: BlockMap::default(),
         }
     }
 
@@ -737,10 +742,6 @@ impl Dispatcher {
         let f = &self.flights[fid as usize];
         let work = f.work;
         let block = work.block();
-        let alone = f.exclusive || self.locks.0.get(&block).is_some_and(|st| st.readers == 1);
-        if !alone {
-            return;
-        }
         let written = f
             .ios
             .iter()
@@ -750,26 +751,45 @@ impl Dispatcher {
             written,
             ..f.failures
         };
+        let alone = f.exclusive || self.locks.0.get(&block).is_some_and(|st| st.readers == 1);
+        if !alone {
+            // A read beside other readers (which may be reading the same
+            // copy): repaired when the last of them lets go of the block.
+            let old = f.pre[0];
+            let d = self
+                .deferred_repairs
+                .entry(block)
+                .or_insert((old, Failures::default()));
+            d.1.writes |= failures.writes;
+            d.1.written |= failures.written;
+            d.1.client_reads |= failures.client_reads;
+            return;
+        }
         let pre = std::mem::take(&mut self.flights[fid as usize].pre);
-        let home = self.map.home();
         for (b, &old) in (block..work.end()).zip(&pre) {
-            let now = self.map.get(b);
-            let target = after_failure(old, now, failures, home);
-            if target == now {
-                continue;
-            }
-            self.stats.repairs += 1;
-            self.jobs.clear();
-            let mut ctx = TickCtx {
-                map: &mut self.map,
-                locks: &self.locks,
-                jobs: &mut self.jobs,
-            };
-            self.policy.repair(b, target, &mut ctx);
-            self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+            self.repair_block(b, old, failures);
         }
         self.flights[fid as usize].pre = pre;
         self.note_changes(None, 0);
+    }
+
+    /// Brings `block`'s entry to what the devices still hold after
+    /// `failures`, given its entry `old` before the failed plan decided.
+    fn repair_block(&mut self, block: u64, old: Entry, failures: Failures) {
+        let now = self.map.get(block);
+        let target = after_failure(old, now, failures, self.map.home());
+        if target == now {
+            return;
+        }
+        self.stats.repairs += 1;
+        self.jobs.clear();
+        let mut ctx = TickCtx {
+            map: &mut self.map,
+            locks: &self.locks,
+            jobs: &mut self.jobs,
+        };
+        self.policy.repair(block, target, &mut ctx);
+        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
     }
 
     /// Whether a plan with failed operations fails its client: a read
@@ -819,6 +839,14 @@ impl Dispatcher {
     fn release(&mut self, block: u64, exclusive: bool) {
         let st = self.locks.0.get_mut(&block).expect("lock held");
         st.release(exclusive);
+        let free = st.readers == 0 && !st.writer;
+        if free && !self.deferred_repairs.is_empty() {
+            if let Some((old, failures)) = self.deferred_repairs.remove(&block) {
+                self.repair_block(block, old, failures);
+                self.note_changes(None, 0);
+            }
+        }
+        let st = self.locks.0.get_mut(&block).expect("lock held");
         while let Some(next) = st.waiters.front() {
             let ex = next.work.exclusive();
             if !st.can_grant(ex) {
@@ -869,6 +897,55 @@ mod tests {
 
     fn ready(d: &mut Dispatcher) -> Vec<Ready> {
         std::iter::from_fn(|| d.pop_ready()).collect()
+    }
+
+    /// A read that fails beside another reader of the same block leaves
+    /// the clean cached copy until the other reader is done, then drops it
+    /// (the block is read from home afterwards).
+    #[test]
+    fn a_failed_shared_read_is_repaired_when_the_last_reader_leaves() {
+        use crate::policy::{DeviceRole, DeviceSpec, VolumeSpec};
+        let vol = VolumeSpec {
+            num_blocks: 100,
+            block_size: 4096,
+            devices: vec![
+                DeviceSpec {
+                    name: "fast".into(),
+                    capacity_blocks: 10,
+                    role: DeviceRole::Cache,
+                },
+                DeviceSpec {
+                    name: "slow".into(),
+                    capacity_blocks: 100,
+                    role: DeviceRole::Home,
+                },
+            ],
+        };
+        let policy = crate::build_policy("classic", &crate::Params::new(), &vol, 1).unwrap();
+        let mut d = Dispatcher::new(policy, 1);
+        assert!(d.warm(7));
+        let read = Access {
+            block: 7,
+            op: Op::Read,
+        };
+        d.submit(1, read);
+        d.submit(2, read);
+        let rs = ready(&mut d);
+        assert_eq!(rs.len(), 2);
+        assert!(rs.iter().all(|r| r.io.device == 0), "both hit the cache");
+        d.fail(rs[0].flight, rs[0].index);
+        let acked: Vec<Acked> = std::iter::from_fn(|| d.pop_acked()).collect();
+        assert!(acked[0].failed);
+        assert!(
+            d.map().get(7).valid_on(0),
+            "the other reader still reads it"
+        );
+        d.complete(rs[1].flight, rs[1].index, 9);
+        assert!(!d.map().get(7).valid_on(0), "dropped once both are done");
+        assert_eq!(d.stats().repairs, 1);
+        // The next read goes home.
+        d.submit(3, read);
+        assert_eq!(ready(&mut d)[0].io.device, 1);
     }
 
     #[test]

@@ -92,6 +92,13 @@ pub struct Failures {
 }
 
 impl Failures {
+    /// Adds what failed in `other`.
+    pub fn merge(&mut self, other: Failures) {
+        self.written |= other.written;
+        self.writes |= other.writes;
+        self.client_reads |= other.client_reads;
+    }
+
     /// True when nothing failed.
     pub fn is_empty(&self) -> bool {
         self.writes == 0 && self.client_reads == 0

@@ -1,0 +1,136 @@
+//! The dispatcher's locking of ranges and its repair of failed reads.
+
+use super::*;
+use crate::policy::TickCtx;
+
+/// Every access writes or reads device 0 at the block; a job copies its
+/// range from device 1 to device 0.
+struct Direct;
+
+impl Policy for Direct {
+    fn name(&self) -> &str {
+        "direct"
+    }
+    fn address_space(&self, _device: usize) -> u64 {
+        1 << 20
+    }
+    fn decide(&mut self, a: Access, ctx: &mut Ctx<'_>) -> Outcome {
+        ctx.plan.client(0, a.op, a.block);
+        Outcome::NotApplicable
+    }
+    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+        for b in job.block..job.block + job.blocks as u64 {
+            ctx.plan.copy(None, (1, b), (0, b), Purpose::Migrate, false);
+        }
+    }
+    fn finish_job(&mut self, _job: Job, _ctx: &mut TickCtx<'_>) {}
+}
+
+fn ready(d: &mut Dispatcher) -> Vec<Ready> {
+    std::iter::from_fn(|| d.pop_ready()).collect()
+}
+
+/// A read that fails beside another reader of the same block leaves
+/// the clean cached copy until the other reader is done, then drops it
+/// (the block is read from home afterwards).
+#[test]
+fn a_failed_shared_read_is_repaired_when_the_last_reader_leaves() {
+    use crate::policy::{DeviceRole, DeviceSpec, VolumeSpec};
+    let vol = VolumeSpec {
+        num_blocks: 100,
+        block_size: 4096,
+        devices: vec![
+            DeviceSpec {
+                name: "fast".into(),
+                capacity_blocks: 10,
+                role: DeviceRole::Cache,
+            },
+            DeviceSpec {
+                name: "slow".into(),
+                capacity_blocks: 100,
+                role: DeviceRole::Home,
+            },
+        ],
+    };
+    let policy = crate::build_policy("classic", &crate::Params::new(), &vol, 1).unwrap();
+    let mut d = Dispatcher::new(policy, 1);
+    assert!(d.warm(7));
+    let read = Access {
+        block: 7,
+        op: Op::Read,
+    };
+    d.submit(1, read);
+    d.submit(2, read);
+    let rs = ready(&mut d);
+    assert_eq!(rs.len(), 2);
+    assert!(rs.iter().all(|r| r.io.device == 0), "both hit the cache");
+    d.fail(rs[0].flight, rs[0].index);
+    let acked: Vec<Acked> = std::iter::from_fn(|| d.pop_acked()).collect();
+    assert!(acked[0].failed);
+    assert!(
+        d.map().get(7).valid_on(0),
+        "the other reader still reads it"
+    );
+    d.complete(rs[1].flight, rs[1].index, 9);
+    assert!(!d.map().get(7).valid_on(0), "dropped once both are done");
+    assert_eq!(d.stats().repairs, 1);
+    // The next read goes home.
+    d.submit(3, read);
+    assert_eq!(ready(&mut d)[0].io.device, 1);
+}
+
+#[test]
+fn a_range_job_waits_for_its_blocks_and_writes_wait_for_it() {
+    let mut d = Dispatcher::new(Box::new(Direct), 1);
+    let write = |block| Access {
+        block,
+        op: Op::Write,
+    };
+    // A write in the middle of the range is in flight first.
+    d.submit(1, write(700));
+    let w1 = ready(&mut d);
+    assert_eq!(w1.len(), 1);
+    // The 512-block move takes blocks 512..700 and waits at 700.
+    d.submit_job(Job {
+        block: 512,
+        blocks: 512,
+        kind: 0,
+    });
+    assert!(ready(&mut d).is_empty());
+    // A write below the move's wait point queues behind it; one above
+    // it (not locked yet) and one outside the range run.
+    d.submit(2, write(512));
+    d.submit(3, write(1023));
+    d.submit(4, write(5));
+    let w34 = ready(&mut d);
+    assert_eq!(w34.iter().map(|r| r.tag).collect::<Vec<_>>(), vec![3, 4]);
+    // The middle write finishes: the move now waits at block 1023.
+    d.complete(w1[0].flight, w1[0].index, 0);
+    assert!(ready(&mut d).is_empty());
+    d.complete(w34[1].flight, w34[1].index, 0);
+    assert!(ready(&mut d).is_empty());
+    // Block 1023 is free: the move holds all 512 locks and starts its
+    // reads; the write to block 512 still waits.
+    d.complete(w34[0].flight, w34[0].index, 0);
+    let reads = ready(&mut d);
+    assert_eq!(reads.len(), 512);
+    assert!(reads
+        .iter()
+        .all(|r| r.tag == NO_TAG && r.io.dir == Op::Read));
+    let mut writes = Vec::new();
+    for r in &reads {
+        d.complete(r.flight, r.index, 0);
+        writes.extend(ready(&mut d));
+    }
+    assert_eq!(writes.len(), 512, "only the move's own writes");
+    assert!(writes.iter().all(|r| r.tag == NO_TAG));
+    for r in &writes[..511] {
+        d.complete(r.flight, r.index, 0);
+    }
+    assert!(ready(&mut d).is_empty(), "writes wait for the whole move");
+    d.complete(writes[511].flight, writes[511].index, 0);
+    let tags: Vec<u64> = ready(&mut d).iter().map(|r| r.tag).collect();
+    assert_eq!(tags, vec![2]);
+    // The move waited at 700 and 1023, the write at 512.
+    assert_eq!(d.stats().lock_waits, 3);
+}

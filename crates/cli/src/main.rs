@@ -12,6 +12,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod profiles;
 mod serve;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_core::Op;
-use tiermux_device::calibrate::{closed_loop_throughput, qd1_latency_ns};
+use tiermux_device::calibrate::closed_loop_throughput;
 use tiermux_device::profile::builtin_profiles;
 use tiermux_report::Table;
 use tiermux_sim::experiment::{run_all, runs_table, timeseries_table, Experiment, RunRecord};
@@ -134,6 +135,11 @@ enum Cmd {
         /// a markdown table (the one in docs/profiles.md).
         #[arg(long)]
         sources: bool,
+        /// Print throughput over concurrency (1 to 256 requests in flight)
+        /// at 4, 32 and 64 KiB for these profiles (comma-separated), as the
+        /// Orthus paper's Figure 2 measures devices.
+        #[arg(long, value_delimiter = ',')]
+        curve: Vec<String>,
     },
     /// List policies.
     Policies,
@@ -184,14 +190,17 @@ fn main() {
             },
             check,
         ),
-        Cmd::Profiles { sources } => {
+        Cmd::Profiles { sources, curve } => {
             if sources {
                 let table = tiermux_device::profile::sources_markdown(&builtin_profiles());
                 outln!("{}", table.trim_end());
+                Ok(())
+            } else if !curve.is_empty() {
+                profiles::curves(&curve)
             } else {
-                profiles();
+                profiles::table();
+                Ok(())
             }
-            Ok(())
         }
         Cmd::Policies => {
             for p in tiermux_core::REGISTRY {
@@ -334,8 +343,9 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
     let results: Vec<RunResult> = results.into_iter().collect::<Result<_, _>>()?;
     let limit_ops = demo_limit_ops();
     outln!("tiermux demo: Optane SSD (905P) + Flash SSD (970 Pro), read-only, uniform, 95 % hits,");
-    outln!("64 KiB blocks, 256 MiB cache. Load-1.0 = the smallest concurrency at which classic");
-    outln!("caching reaches its peak (Orthus §6.1). Simulated 4 s per run, first 3 s excluded.\n");
+    outln!("64 KiB blocks, 1 GiB cache. Load-1.0 = the smallest concurrency at which reads that");
+    outln!("all hit reach the cache device's peak (Orthus §6.1). Simulated 4 s per run, first 3 s");
+    outln!("excluded.\n");
     outln!(
         "{:>5} {:>7}  {:<22} {:>12} {:>7} {:>9} {:>9} {:>10}",
         "load",
@@ -361,7 +371,7 @@ fn demo(out: Option<&Path>, t: Option<usize>) -> Result<()> {
             .controller
             .iter()
             .filter(|(k, _)| k == "load_admit" || k == "data_admit")
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{k}={v:.2}"))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -463,65 +473,6 @@ fn demo_rows(
         (sw("nhc"), nhc),
         (sw(&format!("best split {best_rate:.2}")), best),
     ]
-}
-
-fn profiles() {
-    outln!(
-        "Device profiles. Targets are the papers' numbers; 'model' is what the simulator measures."
-    );
-    outln!("Peak = 32 threads for two-point (MOST Table 1) profiles, 256 otherwise.\n");
-    outln!(
-        "{:<14} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}   source",
-        "profile",
-        "dir",
-        "size",
-        "lat µs",
-        "model",
-        "GB/s",
-        "model"
-    );
-    for p in builtin_profiles() {
-        let m = p.model().expect("builtin profiles derive");
-        for (dir, t) in [(Op::Read, &p.read), (Op::Write, &p.write)] {
-            let mut sizes = vec![(4096u64, Some(t.latency_us_4k), t.gb_per_s_4k)];
-            sizes.push((16384, t.latency_us_16k, t.gb_per_s_16k.unwrap_or(f64::NAN)));
-            for (size, lat, gb) in sizes {
-                let threads = if t.gb_per_s_16k.is_some() { 32 } else { 256 };
-                let bw = closed_loop_throughput(&m, dir, size, threads) * size as f64 / 1e9;
-                let l = qd1_latency_ns(&m, dir, size) / 1e3;
-                let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
-                outln!(
-                    "{:<14} {:>5} {:>5}K {:>9} {:>9.2} {:>9} {:>9.2}   {}",
-                    if dir == Op::Read && size == 4096 {
-                        p.name.as_str()
-                    } else {
-                        ""
-                    },
-                    if size == 4096 {
-                        format!("{dir:?}").to_lowercase()
-                    } else {
-                        String::new()
-                    },
-                    size / 1024,
-                    fmt(lat),
-                    l,
-                    if gb.is_nan() {
-                        "-".to_string()
-                    } else {
-                        format!("{gb:.2}")
-                    },
-                    bw,
-                    if dir == Op::Read && size == 4096 {
-                        p.source.as_str()
-                    } else {
-                        ""
-                    }
-                );
-            }
-        }
-    }
-    outln!("\nAlso: fixed:R, a device serving R ops/s one at a time (the Orthus paper's model).");
-    outln!("Where each parameter comes from: tiermux profiles --sources.");
 }
 
 fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) -> Result<()> {

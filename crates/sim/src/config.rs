@@ -21,10 +21,10 @@ pub struct ClientSpec {
     /// Closed loop: this many concurrent workers.
     #[serde(default)]
     pub workers: Option<u32>,
-    /// Closed loop: this multiple of Load-1.0, the smallest concurrency at
-    /// which classic caching on this workload reaches 99 % of its maximum
-    /// throughput (the Orthus paper's "minimum read load to achieve the
-    /// maximum read bandwidth of the cache device").
+    /// Closed loop: this multiple of Load-1.0, the Orthus paper's "minimum
+    /// read load to achieve the maximum read bandwidth of the cache
+    /// device": the smallest concurrency at which reads that all hit reach
+    /// 99 % of the cache device's maximum throughput.
     #[serde(default)]
     pub load: Option<f64>,
     /// Open loop: Poisson arrivals at this rate.

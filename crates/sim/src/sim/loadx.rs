@@ -24,10 +24,14 @@ fn load_memo() -> &'static Mutex<HashMap<String, u32>> {
     MEMO.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// Load-1.0 of a configuration, in workers: the smallest closed-loop
-/// concurrency at which classic caching (with the configuration's cache
-/// settings) reaches 99 % of its maximum throughput on this workload.
-/// Memoized per hierarchy, workload and cache settings.
+/// Load-1.0 of a configuration, in workers: the Orthus paper's "minimum
+/// read load to achieve the maximum read bandwidth of the cache device"
+/// (§6.1), measured as the smallest closed-loop concurrency at which
+/// classic caching, with the configuration's cache settings and request
+/// pattern but only reads and (given a hit ratio) only hits, reaches 99 %
+/// of its maximum throughput. So one hierarchy has one Load-1.0 whatever
+/// the workload's hit ratio. Memoized per hierarchy, workload and cache
+/// settings.
 pub fn load_unit_workers(cfg: &SimConfig) -> Result<u32, SimError> {
     let mut probe = cfg.clone();
     probe.policy = "classic".into();
@@ -39,6 +43,12 @@ pub fn load_unit_workers(cfg: &SimConfig) -> Result<u32, SimError> {
     probe.warmup_s = probe.duration_s / 3.0;
     probe.workload.shift_at_s = None;
     probe.workload.write_ratio_period_s = None;
+    // The cache device's own maximum read bandwidth: every request a read
+    // hit (a uniform working set the size of the cache).
+    if probe.workload.hit_ratio.is_some() {
+        probe.workload.hit_ratio = Some(1.0);
+    }
+    probe.workload.write_ratio = 0.0;
     let key = serde_json::to_string(&probe).expect("config serializes");
     if let Some(&n) = load_memo().lock().expect("memo").get(&key) {
         return Ok(n);

@@ -1,0 +1,177 @@
+//! The Orthus paper's statements about its Figures 4, 5 and 13 and Table 2,
+//! checked on the experiment files users run (runs selected from them where
+//! the whole file would take too long). Each test quotes the statement.
+//! Where our result departs from the paper, `docs/reproduction.md` shows
+//! why; the tests below hold the rows that match.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tiermux_sim::experiment::{cell, run_all, Experiment};
+use tiermux_sim::RunResult;
+
+/// The runs of experiment `file` whose swept values satisfy `keep`, with
+/// their results, keyed by the swept values (`key=value` pairs).
+fn run_file(
+    file: &str,
+    keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
+) -> Vec<(BTreeMap<String, String>, RunResult)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments")
+        .join(file);
+    let exp = Experiment::load(&path).unwrap();
+    let mut selected = Vec::new();
+    for (swept, cfg) in &exp.runs {
+        let mut key: BTreeMap<String, String> = exp
+            .keys
+            .iter()
+            .map(|k| k.replace('"', ""))
+            .zip(swept.iter().map(cell))
+            .collect();
+        key.insert("policy".into(), cfg.policy.clone());
+        if keep(&key) {
+            selected.push((key, cfg.clone()));
+        }
+    }
+    let configs: Vec<_> = selected.iter().map(|(_, c)| c.clone()).collect();
+    let results = run_all(&configs, 2, &|_| {});
+    selected
+        .into_iter()
+        .zip(results)
+        .map(|((k, _), r)| (k, r.unwrap()))
+        .collect()
+}
+
+fn get<'a>(k: &'a BTreeMap<String, String>, name: &str) -> &'a str {
+    k.get(name).map_or("", |s| s.as_str())
+}
+
+fn gb_per_s(r: &RunResult) -> f64 {
+    r.throughput_bytes_per_s / 1e9
+}
+
+/// Figure 5 (§3): "for Optane+Flash, the optimal split rate for a
+/// read-heavy workload is 90%, while it is about 60% when the workload is
+/// write-heavy". The paper gives no concurrency; at 4 workers we find 0.9
+/// and 0.6 (80 % writes), and the read-heavy optimum is the higher one at
+/// every concurrency the file sweeps.
+#[test]
+fn figure5_read_heavy_optimum_is_above_write_heavy() {
+    let runs = run_file("orthus-fig5-split-vs-write-ratio.toml", &|k| {
+        get(k, "devices") == "optane-905p+flash-970pro"
+            && ["0.0", "0.8"].contains(&get(k, "workload.write_ratio"))
+    });
+    let mut best: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
+    for (k, r) in &runs {
+        let slot = best
+            .entry((
+                get(k, "client.workers").to_string(),
+                get(k, "workload.write_ratio").to_string(),
+            ))
+            .or_insert((0.0, 0.0));
+        if r.throughput_ops_per_s > slot.0 {
+            *slot = (
+                r.throughput_ops_per_s,
+                get(k, "params.split_rate").parse().unwrap(),
+            );
+        }
+    }
+    for workers in ["4", "8", "16", "32"] {
+        let read = best[&(workers.to_string(), "0.0".to_string())].1;
+        let write = best[&(workers.to_string(), "0.8".to_string())].1;
+        eprintln!("{workers} workers: read-heavy optimum {read}, write-heavy {write}");
+        assert!(read > write, "{workers} workers: {read} vs {write}");
+        if workers == "4" {
+            assert!((read - 0.9).abs() < 0.051 && (write - 0.6).abs() < 0.051);
+        }
+    }
+}
+
+/// Table 2 (§6.1.3): "Optimizing throughput or average latency ... increases
+/// tail latency ... When NHC is configured with P99 latency as the target
+/// metric, Orthus-CAS has better tail latency ... than it does with other
+/// targets."
+#[test]
+fn table2_throughput_target_raises_p99() {
+    let runs = run_file("orthus-table2-targets.toml", &|_| true);
+    for devices in ["nvm+optane-905p", "optane-905p+flash-970pro"] {
+        let p99 = |target: &str| {
+            runs.iter()
+                .find(|(k, _)| get(k, "devices") == devices && get(k, "params.target") == target)
+                .map(|(_, r)| r.p99_latency_us)
+                .unwrap()
+        };
+        let (throughput, tail) = (p99("throughput"), p99("p99_latency"));
+        eprintln!(
+            "{devices}: p99 {throughput:.0} µs (throughput target) vs {tail:.0} µs (p99 target)"
+        );
+        assert!(throughput > tail * 1.1, "{devices}: {throughput} vs {tail}");
+    }
+}
+
+/// Figure 13a (§6.4): "SIB+ does not perform well because it does not
+/// admit read misses into Optane. SIB++ performs better", and NHC is best.
+/// From a cold cache: SIB+ < classic < SIB++ < NHC. From a warm cache,
+/// "LBICA performs poorly because it does not redirect any read hits":
+/// below three quarters of NHC.
+#[test]
+fn figure13_static_order() {
+    let runs = run_file("orthus-fig13-sib-lbica.toml", &|k| {
+        get(k, "label") == "static"
+    });
+    let gb = |policy: &str, prefill: &str| {
+        runs.iter()
+            .find(|(k, _)| get(k, "policy") == policy && get(k, "prefill") == prefill)
+            .map(|(_, r)| gb_per_s(r))
+            .unwrap()
+    };
+    let cold: Vec<f64> = ["sib+", "classic", "sib++", "nhc"]
+        .iter()
+        .map(|p| gb(p, "false"))
+        .collect();
+    eprintln!("cold cache: SIB+, classic, SIB++, NHC = {cold:?} GB/s");
+    assert!(cold.windows(2).all(|w| w[0] < w[1]), "{cold:?}");
+    let (lbica, nhc) = (gb("lbica", "true"), gb("nhc", "true"));
+    eprintln!("warm cache: LBICA {lbica:.2}, NHC {nhc:.2} GB/s");
+    assert!(lbica < 0.75 * nhc);
+}
+
+/// Figure 4 (§3): "With low concurrency (1 or 4), the caching device ... is
+/// not fully utilized and thus optimizing the hit/split rate still improves
+/// performance". At concurrency 1 the best split is 1.0 on every
+/// hierarchy; at 4, with 5 µs of host time per request, it is within 3 %
+/// of the best (without host time our devices saturate sooner:
+/// docs/reproduction.md).
+#[test]
+fn figure4_low_concurrency_maximizes_the_split_rate() {
+    let runs = run_file("orthus-fig4-caching-vs-splitting.toml", &|k| {
+        get(k, "policy") == "split" && ["1", "4"].contains(&get(k, "client.workers"))
+    });
+    let mut groups: BTreeMap<(String, String, String), Vec<(f64, String)>> = BTreeMap::new();
+    for (k, r) in &runs {
+        groups
+            .entry((
+                get(k, "label").to_string(),
+                get(k, "devices").to_string(),
+                get(k, "client.workers").to_string(),
+            ))
+            .or_default()
+            .push((
+                r.throughput_ops_per_s,
+                get(k, "params.split_rate").to_string(),
+            ));
+    }
+    for ((label, devices, workers), points) in &groups {
+        let best = points.iter().map(|p| p.0).fold(0.0, f64::max);
+        let at_one = points.iter().find(|p| p.1 == "1.0").unwrap().0;
+        eprintln!(
+            "{label}, {devices}, {workers}: split 1.0 at {:.3} of the best",
+            at_one / best
+        );
+        if workers == "1" {
+            assert_eq!(at_one, best, "{label} {devices}");
+        } else if label == "host 5 us" {
+            assert!(at_one >= 0.97 * best, "{devices}: {}", at_one / best);
+        }
+    }
+}

@@ -174,8 +174,9 @@ mod tests {
     /// not calibrated to: AnandTech's QD16 ratio of an Optane SSD (P4800X,
     /// 584.8k IOPS) to an NVMe flash SSD (P3700, 167.2k IOPS), MOST Table
     /// 1's 32-thread ratios of Optane to a PCIe 3 flash SSD (2.2:1 at 4
-    /// KiB, 1.5:1 at 16 KiB), and the Optane SSD saturating 128 kB reads
-    /// at QD2 (AnandTech's 900P review).
+    /// KiB, 1.5:1 at 16 KiB), Orthus §6.2's measured Optane peak (2.3
+    /// GB/s), and the Optane SSD saturating 128 kB reads at QD2
+    /// (AnandTech's 900P review).
     #[test]
     fn optane_and_flash_agree_with_other_measurements() {
         let (optane, flash) = (builtin("optane-905p"), builtin("flash-970pro"));
@@ -197,6 +198,12 @@ mod tests {
             1.5,
             0.25,
         );
+        // Orthus §6.2 measured the Optane SSD's read bandwidth peak at
+        // 2.3 GB/s (Orthus-KV's reads).
+        for size in [4096, 16384] {
+            let gb = closed_loop_throughput(&optane, Op::Read, size, 64) * size as f64 / 1e9;
+            close(&format!("§6.2 peak at {size}"), gb, 2.3, 0.1);
+        }
         let peak = closed_loop_throughput(&optane, Op::Read, 131072, 64);
         let qd = |n| closed_loop_throughput(&optane, Op::Read, 131072, n) / peak;
         assert!(qd(1) < 0.6, "QD1 128K: {}", qd(1));

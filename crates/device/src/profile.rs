@@ -599,13 +599,20 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
     let mut v = Vec::new();
     orthus_table1_memory(&mut v);
     orthus_table1_ssds(&mut v);
-    v.push(most_table1(
+    let mut p4800x = most_table1(
         "optane-p4800x",
         "Intel Optane SSD P4800X 750 GB",
         dir(11.0, Some(18.0), 2.2, Some(2.4)),
         dir(11.0, Some(18.0), 2.2, Some(2.2)),
         "write latency taken equal to read (assumed; MOST Table 1 gives reads only)",
-    ));
+    );
+    p4800x.read.p99_over_p50 = Some(10.0 / 9.0);
+    cite(
+        &mut p4800x,
+        &["read.p99_over_p50"],
+        &format!("{ANANDTECH_P4800X}: QD1 4 KiB random read median 9 µs, 99th percentile 10 µs"),
+    );
+    v.push(p4800x);
     v.push(most_table1(
         "nvme-pcie4",
         "PCIe 4.0 NVMe Flash SSD",
@@ -613,13 +620,16 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
         dir(20.0, Some(30.0), 1.9, Some(2.3)),
         "write latency assumed 20/30 µs (flash writes complete in the device buffer; not measured)",
     ));
-    v.push(most_table1(
+    let mut pcie3 = most_table1(
         "nvme-pcie3",
         "Samsung 960 NVMe Flash SSD 1 TB (PCIe 3.0)",
         dir(82.0, Some(90.0), 1.0, Some(1.6)),
         dir(20.0, Some(30.0), 1.5, Some(1.6)),
         "write latency assumed 20/30 µs (flash writes complete in the device buffer; not measured)",
-    ));
+    );
+    pcie3.read.p99_over_p50 = Some(96.0 / 76.0);
+    cite(&mut pcie3, &["read.p99_over_p50"], &format!("{ANANDTECH_P4800X}: QD1 4 KiB random read on the Intel P3700, a PCIe 3 NVMe flash SSD: median 76 µs, 99th percentile 96 µs"));
+    v.push(pcie3);
     v.push(most_table1(
         "nvme-rdma",
         "PCIe 4.0 NVMe Flash SSD over RDMA (25 Gbps)",

@@ -5,8 +5,9 @@
 //! placement map ([`map`], with a segment layer in [`segments`]), cache replacement ([`replacement`]), the
 //! policy interface ([`policy`]), the policies and their registry
 //! ([`policies`]), the observations
-//! controllers consume ([`observe`]) and the [`dispatch::Dispatcher`] that
-//! runs a policy with per-block locking. The simulator (`tiermux-sim`) drives
+//! controllers consume ([`observe`]), what tiering controllers measure
+//! ([`tiering`]: segment heat, device latency signals) and the
+//! [`dispatch::Dispatcher`] that runs a policy with per-block locking. The simulator (`tiermux-sim`) drives
 //! it in virtual time; the engine drives it on real devices.
 #![warn(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod replacement;
 pub mod rng;
 pub mod safe;
 pub mod segments;
+pub mod tiering;
 pub mod types;
 
 pub use dispatch::{Acked, Dispatcher, Ready, NO_TAG};

@@ -1,0 +1,17 @@
+//! Machinery shared by the tiering policies (MOST, HeMem, BATMAN, Colloid):
+//! what they measure and how they decide, without I/O or a clock.
+//!
+//! - [`heat`]: per-segment read and write counters with HeMem-style
+//!   cooling, which say which segments are hot;
+//! - [`latency`]: per-device latency signals smoothed from the
+//!   observations every controller receives, which say which device is
+//!   overloaded.
+//!
+//! Placement itself (segments, subpages, copies) is the map's
+//! ([`crate::segments`]); moving data is the dispatcher's jobs.
+
+pub mod heat;
+pub mod latency;
+
+pub use heat::{Heat, HeatMap};
+pub use latency::{DeviceLatency, LatencySignals};

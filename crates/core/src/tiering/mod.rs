@@ -5,13 +5,17 @@
 //!   cooling, which say which segments are hot;
 //! - [`latency`]: per-device latency signals smoothed from the
 //!   observations every controller receives, which say which device is
-//!   overloaded.
+//!   overloaded;
+//! - [`budget`]: the migration bandwidth cap, and the bytes migrated per
+//!   direction.
 //!
 //! Placement itself (segments, subpages, copies) is the map's
 //! ([`crate::segments`]); moving data is the dispatcher's jobs.
 
+pub mod budget;
 pub mod heat;
 pub mod latency;
 
+pub use budget::{Direction, MigrationBudget};
 pub use heat::{Heat, HeatMap};
 pub use latency::{DeviceLatency, LatencySignals};

@@ -60,7 +60,7 @@ fn volume3() -> VolumeSpec {
 
 fn params(policy: &str, write_mode: &str) -> Params {
     let mut p = Params::new();
-    if policy == "split" || policy == "passthrough" {
+    if matches!(policy, "split" | "stripe" | "passthrough") {
         return p;
     }
     let s = |v: &str| ParamValue::Str(v.into());
@@ -354,7 +354,7 @@ fn tracking_contract_and_restart_for_every_policy() {
             for seed in 0..6u64 {
                 let (most, _) = exercise(reg.name, wm, seed, &volume(), 0);
                 if matches!(reg.name, "classic" | "nhc")
-                    || (wm == "wb" && !matches!(reg.name, "split" | "passthrough"))
+                    || (wm == "wb" && !matches!(reg.name, "split" | "stripe" | "passthrough"))
                 {
                     assert!(most.0 > 0.0, "{}: nothing cached at a restart", reg.name);
                     if wm == "wb" && reg.name != "sib+" {

@@ -73,6 +73,11 @@ fn config(
             .insert("split_rate".into(), toml::Value::Float(0.5));
         return c;
     }
+    if policy == "stripe" {
+        c.params
+            .insert("stripe_blocks".into(), toml::Value::Integer(4));
+        return c;
+    }
     let s = |v: &str| toml::Value::String(v.into());
     c.params.insert("write_mode".into(), s(write_mode));
     c.params.insert("replacement".into(), s(replacement));

@@ -14,6 +14,7 @@ pub mod passthrough;
 pub mod sib;
 pub mod split;
 pub mod stacked;
+pub mod stripe;
 
 /// Constructor signature of a registered policy.
 pub type PolicyBuilder = fn(&Params, &VolumeSpec, u64) -> Result<Box<dyn Policy>, PolicyError>;
@@ -32,6 +33,7 @@ pub struct Registered {
 pub static REGISTRY: &[Registered] = &[
     classic::REGISTERED,
     split::REGISTERED,
+    stripe::REGISTERED,
     nhc::REGISTERED,
     sib::REGISTERED_PLUS,
     sib::REGISTERED_PLUS_PLUS,

@@ -75,8 +75,9 @@ pub fn data_dir(tag: &str, memory: bool) -> PathBuf {
 }
 
 pub fn config(dir: &Path, policy: &str, extra: &str) -> VolumeConfig {
-    // Splitting places blocks on the fast device at their own addresses.
-    let fast = if policy == "split" {
+    // Splitting and striping place blocks on the fast device at their own
+    // addresses.
+    let fast = if policy == "split" || policy == "stripe" {
         VOL_BYTES
     } else {
         256 << 10
@@ -220,6 +221,7 @@ pub const MODES: &[(&str, &str)] = &[
         "write_mode = \"wb\"\nwindow_ms = 1.0\nmin_window_ops = 8",
     ),
     ("split", ""),
+    ("stripe", "stripe_blocks = 4"),
     ("passthrough", ""),
     (
         "stacked",

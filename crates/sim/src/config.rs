@@ -422,6 +422,10 @@ impl SimConfig {
             Pattern::Hotset {
                 hot_fraction,
                 hot_access_fraction,
+            }
+            | Pattern::Recent {
+                hot_fraction,
+                hot_access_fraction,
             } => {
                 check(
                     "workload.pattern.hot_fraction",
@@ -434,7 +438,7 @@ impl SimConfig {
                     || format!("must be in [0, 1], got {hot_access_fraction}"),
                 )?;
             }
-            Pattern::Uniform => {}
+            Pattern::Uniform | Pattern::Sequential => {}
         }
         Ok(())
     }

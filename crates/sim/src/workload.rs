@@ -35,6 +35,19 @@ pub enum Pattern {
         /// Skew of the recency distribution.
         theta: f64,
     },
+    /// MOST's read-latest: writes insert new items; a read goes to the
+    /// newest `hot_fraction` of the working set with probability
+    /// `hot_access_fraction` (MOST §4.1: 20 % of newly written blocks are
+    /// read with 90 % probability), otherwise to an older item.
+    Recent {
+        /// Fraction of the working set, the newest inserts, that is hot.
+        hot_fraction: f64,
+        /// Fraction of reads that go to the hot items.
+        hot_access_fraction: f64,
+    },
+    /// Every request takes the next item in order, wrapping at the end of
+    /// the working set (MOST's sequential writes).
+    Sequential,
 }
 
 /// A Zipfian sampler over `0..n` (Gray et al., as in YCSB).
@@ -191,6 +204,7 @@ pub struct Workload {
     hot_items: u64,
     hot_access: f64,
     inserted: u64,
+    cursor: u64,
     ratio_period_ns: Option<u64>,
     ratio_max: f64,
     next_ratio_change_ns: u64,
@@ -219,6 +233,10 @@ impl Workload {
         };
         let (hot_items, hot_access) = match spec.pattern {
             Pattern::Hotset {
+                hot_fraction,
+                hot_access_fraction,
+            }
+            | Pattern::Recent {
                 hot_fraction,
                 hot_access_fraction,
             } => (
@@ -250,6 +268,7 @@ impl Workload {
             hot_items,
             hot_access,
             inserted: 0,
+            cursor: 0,
             ratio_period_ns: spec.write_ratio_period_s.map(|s| (s * 1e9) as u64),
             ratio_max: spec.write_ratio_max,
             next_ratio_change_ns: 0,
@@ -269,7 +288,12 @@ impl Workload {
             Pattern::Zipf { .. } | Pattern::Latest { .. } => {
                 self.zipf.as_ref().expect("zipf").sample(&mut self.rng)
             }
-            Pattern::Hotset { .. } => {
+            Pattern::Sequential => {
+                let r = self.cursor;
+                self.cursor = (self.cursor + self.request_blocks as u64) % self.working_set;
+                r
+            }
+            Pattern::Hotset { .. } | Pattern::Recent { .. } => {
                 if self.hot_items < self.working_set && self.rng.next_f64() >= self.hot_access {
                     self.hot_items + self.rng.below(self.working_set - self.hot_items)
                 } else {
@@ -305,7 +329,10 @@ impl Workload {
         }
         let write = self.write_ratio > 0.0 && self.rng.next_f64() < self.write_ratio;
         let op = if write { Op::Write } else { Op::Read };
-        let block = if let Pattern::Latest { .. } = self.pattern {
+        let block = if matches!(
+            self.pattern,
+            Pattern::Latest { .. } | Pattern::Recent { .. }
+        ) {
             // Items are the most recent `working_set` inserts; rank 0 is the newest.
             let head = self.working_set + self.inserted;
             if write {
@@ -466,6 +493,51 @@ mod tests {
             counts[z.sample(&mut r) as usize] += 1;
         }
         assert!(counts[0] > counts[1] && counts[1] > counts[10] && counts[10] > counts[500]);
+    }
+
+    #[test]
+    fn sequential_takes_blocks_in_order_and_wraps() {
+        let spec = WorkloadSpec {
+            pattern: Pattern::Sequential,
+            write_ratio: 1.0,
+            request_blocks: 2,
+            ..WorkloadSpec::default()
+        };
+        let mut w = Workload::new(&spec, 10, 12, 1);
+        let blocks: Vec<u64> = (0..7).map(|_| w.next(0).block).collect();
+        assert_eq!(blocks, [0, 2, 4, 6, 8, 0, 2]);
+    }
+
+    /// MOST's read-latest: writes append; 90 % of reads go to the newest
+    /// 20 % of the working set (within 4 standard errors).
+    #[test]
+    fn recent_reads_favour_the_newest_inserts() {
+        let spec = WorkloadSpec {
+            pattern: Pattern::Recent {
+                hot_fraction: 0.2,
+                hot_access_fraction: 0.9,
+            },
+            write_ratio: 0.5,
+            ..WorkloadSpec::default()
+        };
+        let (ws, vol) = (1000u64, 1_000_000u64);
+        let mut w = Workload::new(&spec, ws, vol, 9);
+        let (mut head, mut reads, mut hot) = (ws, 0u64, 0u64);
+        for _ in 0..40_000 {
+            let r = w.next(0);
+            if r.op == Op::Write {
+                assert_eq!(r.block, head, "writes append");
+                head += 1;
+            } else {
+                let age = head - 1 - r.block;
+                assert!(age < ws, "a read older than the working set");
+                reads += 1;
+                hot += (age < ws / 5) as u64;
+            }
+        }
+        let share = hot as f64 / reads as f64;
+        let sigma = (0.9f64 * 0.1 / reads as f64).sqrt();
+        assert!((share - 0.9).abs() < 4.0 * sigma, "{share}");
     }
 
     #[test]

@@ -23,7 +23,12 @@ fn pattern(kind: u8, theta: f64) -> Pattern {
             hot_fraction: 0.1,
             hot_access_fraction: 0.9,
         },
-        _ => Pattern::Latest { theta },
+        3 => Pattern::Latest { theta },
+        4 => Pattern::Recent {
+            hot_fraction: 0.2,
+            hot_access_fraction: 0.9,
+        },
+        _ => Pattern::Sequential,
     }
 }
 
@@ -120,7 +125,7 @@ proptest! {
         write_mode in prop::sample::select(vec!["wa", "wt", "wb"]),
         replacement in prop::sample::select(vec!["lru", "arc"]),
         fill in prop::sample::select(vec!["sync", "async"]),
-        pat in 0u8..4,
+        pat in 0u8..6,
         write_ratio in 0.0f64..0.9,
         write_set in 0.05f64..1.0,
         request_blocks in 1u32..4,

@@ -7,7 +7,10 @@
 //!   observations every controller receives, which say which device is
 //!   overloaded;
 //! - [`budget`]: the migration bandwidth cap, and the bytes migrated per
-//!   direction.
+//!   direction;
+//! - [`offload`]: MOST's optimizer (its Algorithm 1), which moves the
+//!   offload ratio until the devices' latencies meet and says what the
+//!   mirrored class and the migrator should do.
 //!
 //! Placement itself (segments, subpages, copies) is the map's
 //! ([`crate::segments`]); moving data is the dispatcher's jobs.
@@ -15,7 +18,9 @@
 pub mod budget;
 pub mod heat;
 pub mod latency;
+pub mod offload;
 
 pub use budget::{Direction, MigrationBudget};
 pub use heat::{Heat, HeatMap};
 pub use latency::{DeviceLatency, LatencySignals};
+pub use offload::{Decision, Migration, MirrorChange, OffloadController};

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use tiermux_core::Op;
-use tiermux_device::calibrate::{closed_loop_throughput, qd1_latency_ns};
+use tiermux_device::calibrate::{closed_loop_throughput, peak_threads, qd1_latency_ns};
 use tiermux_device::profile::{builtin_profiles, find_builtin};
 
 /// The table of every built-in profile: targets and what the model measures.
@@ -11,7 +11,8 @@ pub fn table() {
     outln!(
         "Device profiles. Targets are the papers' numbers; 'model' is what the simulator measures."
     );
-    outln!("Peak = 32 threads for two-point (MOST Table 1) profiles, 256 otherwise.\n");
+    outln!("Peak bandwidth is measured where its source measured it: 32 threads for MOST Table 1");
+    outln!("points, the contention point for writers that contend, 256 otherwise.\n");
     outln!(
         "{:<14} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}   source",
         "profile",
@@ -28,7 +29,7 @@ pub fn table() {
             let mut sizes = vec![(4096u64, Some(t.latency_us_4k), t.gb_per_s_4k)];
             sizes.push((16384, t.latency_us_16k, t.gb_per_s_16k.unwrap_or(f64::NAN)));
             for (size, lat, gb) in sizes {
-                let threads = if t.gb_per_s_16k.is_some() { 32 } else { 256 };
+                let threads = peak_threads(&p, dir, size);
                 let bw = closed_loop_throughput(&m, dir, size, threads) * size as f64 / 1e9;
                 let l = qd1_latency_ns(&m, dir, size) / 1e3;
                 let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));

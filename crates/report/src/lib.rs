@@ -40,27 +40,18 @@ impl Table {
         self.columns.iter().position(|c| c == name)
     }
 
-    /// The table as CSV text (values with commas or quotes are quoted).
+    /// The table as CSV text (RFC 4180 quoting by the `csv` crate: cells
+    /// with commas, quotes, carriage returns or newlines are quoted).
     pub fn to_csv(&self) -> String {
-        let mut out = String::new();
-        let line = |cells: &[String], out: &mut String| {
-            let quoted: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
-            out.push_str(&quoted.join(","));
-            out.push('\n');
-        };
-        line(&self.columns, &mut out);
-        for r in &self.rows {
-            line(r, &mut out);
+        let mut w = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        for record in std::iter::once(&self.columns).chain(&self.rows) {
+            w.write_record(record)
+                .expect("writing CSV to memory cannot fail");
         }
-        out
-    }
-}
-
-fn csv_cell(c: &str) -> String {
-    if c.contains([',', '"', '\n']) {
-        format!("\"{}\"", c.replace('"', "\"\""))
-    } else {
-        c.to_string()
+        let bytes = w.into_inner().expect("writing CSV to memory cannot fail");
+        String::from_utf8(bytes).expect("CSV of UTF-8 cells is UTF-8")
     }
 }
 
@@ -490,5 +481,15 @@ mod tests {
         let mut t = Table::new(vec!["a".into(), "b".into()], vec![]);
         t.rows.push(vec!["x,y".into(), "say \"hi\"".into()]);
         assert_eq!(t.to_csv(), "a,b\n\"x,y\",\"say \"\"hi\"\"\"\n");
+    }
+
+    /// Carriage returns and newlines inside a cell are quoted, so the
+    /// file still has one record per row.
+    #[test]
+    fn csv_quotes_line_breaks() {
+        let mut t = Table::new(vec!["a".into(), "b".into()], vec![]);
+        t.rows.push(vec!["one\rtwo".into(), "three\nfour".into()]);
+        t.rows.push(vec!["".into(), "plain".into()]);
+        assert_eq!(t.to_csv(), "a,b\n\"one\rtwo\",\"three\nfour\"\n,plain\n");
     }
 }

@@ -75,8 +75,13 @@ enum Cmd {
         #[arg(long = "param")]
         params: Vec<String>,
         /// Cache size(s) in pages, comma-separated.
-        #[arg(long, value_delimiter = ',', required = true)]
+        #[arg(long, value_delimiter = ',', required_unless_present = "mrc")]
         cache_pages: Vec<usize>,
+        /// LRU's exact hit ratio at every cache size in one pass (stack
+        /// distances): printed at --cache-pages, or at 20 sizes up to the
+        /// trace's distinct pages.
+        #[arg(long)]
+        mrc: bool,
     },
     /// Serve a volume (TOML config) over NBD until SIGINT or SIGTERM.
     Serve {
@@ -155,7 +160,14 @@ fn main() {
             policy,
             params,
             cache_pages,
-        } => replay_cmd(&trace, &policy, &params, &cache_pages),
+            mrc,
+        } => {
+            if mrc {
+                mrc_cmd(&trace, &policy, &params, &cache_pages)
+            } else {
+                replay_cmd(&trace, &policy, &params, &cache_pages)
+            }
+        }
         Cmd::Serve {
             config,
             socket,
@@ -529,6 +541,38 @@ fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) ->
         );
     }
     outln!("(trace read in {load_s:.2} s)");
+    Ok(())
+}
+
+/// `tiermux replay --mrc`: LRU's hit ratio at many cache sizes in one pass.
+fn mrc_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) -> Result<()> {
+    if policy != "lru" || !params.is_empty() {
+        bail!("--mrc computes LRU's curve: use --policy lru and no --param");
+    }
+    if sizes.contains(&0) {
+        bail!("--cache-pages: sizes must be at least 1");
+    }
+    let t = tiermux_trace::read_trace(trace)?;
+    let start = Instant::now();
+    let m = tiermux_trace::MissRatioCurve::of(t.pages(), t.page_count as usize);
+    let secs = start.elapsed().as_secs_f64();
+    outln!(
+        "{}: {} page references, {} distinct pages; LRU's curve in one pass ({:.2} s, {:.0} refs/s)",
+        trace.display(),
+        m.references(),
+        m.distinct_pages(),
+        secs,
+        m.references() as f64 / secs.max(1e-9)
+    );
+    outln!("{:>12} {:>10}", "cache pages", "hit %");
+    let points: Vec<(usize, f64)> = if sizes.is_empty() {
+        m.curve(20)
+    } else {
+        sizes.iter().map(|&n| (n, m.hit_ratio(n))).collect()
+    };
+    for (n, h) in points {
+        outln!("{n:>12} {:>10.2}", h * 100.0);
+    }
     Ok(())
 }
 

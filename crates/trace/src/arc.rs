@@ -212,6 +212,13 @@ mod arc_trace {
             let a = hit_ratio(t.pages(), ReplacementKind::Arc, n) * 100.0;
             assert!((a - arc).abs() <= 0.05, "ARC {n}: {a} vs {arc}");
         }
+        // One pass of stack distances gives the whole LRU column.
+        let mrc = crate::mrc::MissRatioCurve::of(t.pages(), t.page_count as usize);
+        assert_eq!(mrc.distinct_pages(), 186_880, "the paper's Table III");
+        for (n, lru, _) in table {
+            let l = (mrc.hit_ratio(n) * 10_000.0).round() / 100.0;
+            assert_eq!(l, lru, "one-pass LRU {n}");
+        }
         // Classic caching (LRU by default) through the dispatcher gives
         // Table IV's LRU column too, every hit served by the cache.
         for (n, lru, _) in &table[..3] {

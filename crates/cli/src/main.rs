@@ -82,6 +82,10 @@ enum Cmd {
         /// trace's distinct pages.
         #[arg(long)]
         mrc: bool,
+        /// With --mrc: track only this fraction of pages (SHARDS spatial
+        /// sampling), for a faster, approximate curve.
+        #[arg(long, requires = "mrc")]
+        sample_rate: Option<f64>,
     },
     /// Serve a volume (TOML config) over NBD until SIGINT or SIGTERM.
     Serve {
@@ -161,9 +165,10 @@ fn main() {
             params,
             cache_pages,
             mrc,
+            sample_rate,
         } => {
             if mrc {
-                mrc_cmd(&trace, &policy, &params, &cache_pages)
+                mrc_cmd(&trace, &policy, &params, &cache_pages, sample_rate)
             } else {
                 replay_cmd(&trace, &policy, &params, &cache_pages)
             }
@@ -545,14 +550,28 @@ fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) ->
 }
 
 /// `tiermux replay --mrc`: LRU's hit ratio at many cache sizes in one pass.
-fn mrc_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) -> Result<()> {
+fn mrc_cmd(
+    trace: &Path,
+    policy: &str,
+    params: &[String],
+    sizes: &[usize],
+    sample_rate: Option<f64>,
+) -> Result<()> {
     if policy != "lru" || !params.is_empty() {
         bail!("--mrc computes LRU's curve: use --policy lru and no --param");
     }
     if sizes.contains(&0) {
         bail!("--cache-pages: sizes must be at least 1");
     }
+    if let Some(r) = sample_rate {
+        if !(r > 0.0 && r <= 1.0) {
+            bail!("--sample-rate must be in (0, 1], got {r}");
+        }
+    }
     let t = tiermux_trace::read_trace(trace)?;
+    if let Some(rate) = sample_rate {
+        return sampled_mrc(&t, trace, sizes, rate);
+    }
     let start = Instant::now();
     let m = tiermux_trace::MissRatioCurve::of(t.pages(), t.page_count as usize);
     let secs = start.elapsed().as_secs_f64();
@@ -572,6 +591,31 @@ fn mrc_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) -> Re
     };
     for (n, h) in points {
         outln!("{n:>12} {:>10.2}", h * 100.0);
+    }
+    Ok(())
+}
+
+/// `tiermux replay --mrc --sample-rate R`: LRU's curve estimated from a
+/// spatial sample of the pages.
+fn sampled_mrc(t: &tiermux_trace::Trace, trace: &Path, sizes: &[usize], rate: f64) -> Result<()> {
+    let start = Instant::now();
+    let m = tiermux_trace::SampledCurve::of(t.pages(), rate);
+    let secs = start.elapsed().as_secs_f64();
+    outln!(
+        "{}: {} page references, {} sampled at rate {rate}; LRU's curve estimated in {:.2} s",
+        trace.display(),
+        t.page_count,
+        m.sampled_references(),
+        secs
+    );
+    outln!("{:>12} {:>10}", "cache pages", "hit %");
+    let sizes: Vec<usize> = if sizes.is_empty() {
+        (1..=20).map(|i| i * 10_000).collect()
+    } else {
+        sizes.to_vec()
+    };
+    for n in sizes {
+        outln!("{n:>12} {:>10.2}", m.hit_ratio(n) * 100.0);
     }
     Ok(())
 }

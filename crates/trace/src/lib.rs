@@ -13,4 +13,4 @@ pub mod mrc;
 pub mod replay;
 
 pub use arc::{read_trace, Trace};
-pub use mrc::MissRatioCurve;
+pub use mrc::{MissRatioCurve, SampledCurve};

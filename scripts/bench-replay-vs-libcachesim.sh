@@ -2,7 +2,7 @@
 # Side-by-side replay speed: `tiermux replay` vs libCacheSim's `cachesim`
 # (LRU and ARC) on the same >10M page-reference trace, in one run.
 #
-# The trace is the ARC paper's OLTP trace (../shared/traces/arc) repeated
+# The trace is the ARC paper's OLTP trace (traces/arc, see traces/README.md) repeated
 # 12 times, each copy shifted to its own address range: 10.97M page
 # references. tiermux reads it in the ARC format (multi-page requests
 # expanded to pages); cachesim reads the same pages one per line ("txt").
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src="${1:-target/peers/libCacheSim}"
-trace="${TRACE:-../shared/traces/arc/OLTP.lis.zst}"
+trace="${TRACE:-traces/arc/OLTP.lis.zst}"
 copies="${COPIES:-12}"
 work=target/peers/bench
 mkdir -p "$work"

@@ -8,6 +8,7 @@ use crate::policy::{Policy, PolicyError, VolumeSpec};
 
 pub mod cache;
 pub mod classic;
+pub mod fixed;
 pub mod lbica;
 pub mod nhc;
 pub mod passthrough;

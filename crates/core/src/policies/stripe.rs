@@ -7,14 +7,14 @@
 //! is striped evenly across devices, throughput is bottlenecked by the
 //! slowest device" (§2), so the default share is one half.
 //!
-//! Like `split`, a block keeps its own address on the device that holds it,
-//! so each device must be as large as the volume: the layout models where
-//! the load goes, not how striping packs capacity.
+//! Like `split`, a block keeps its own address on the device that holds it
+//! ([`super::fixed`]), so each device must be as large as the volume: the
+//! layout models where the load goes, not how striping packs capacity.
 
+use super::fixed::{Fixed, Layout};
 use super::{param_err, Registered};
 use crate::params::Params;
-use crate::policy::{Ctx, Policy, PolicyError, VolumeSpec};
-use crate::types::{Access, DeviceIndex, Outcome};
+use crate::policy::{Policy, PolicyError, VolumeSpec};
 
 /// Registry entry.
 pub const REGISTERED: Registered = Registered {
@@ -32,60 +32,29 @@ fn build(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, Po
     let stripe_blocks = p
         .u64_in("stripe_blocks", DEFAULT_STRIPE_BLOCKS, 1, 1 << 30)
         .map_err(&e)?;
-    if vol.devices.len() < 2 {
-        return Err(PolicyError::Volume {
-            policy: "stripe".into(),
-            message: format!("needs 2 devices, the volume has {}", vol.devices.len()),
-        });
-    }
-    Ok(Box::new(Stripe {
-        share,
-        stripe_blocks,
-        vol_blocks: vol.num_blocks,
-        fast: 0,
-        slow: (vol.devices.len() - 1) as DeviceIndex,
-    }))
+    Fixed::build(
+        "stripe",
+        vol,
+        StripeLayout {
+            share,
+            stripe_blocks,
+        },
+    )
 }
 
-/// Static striping.
-pub struct Stripe {
+/// Stripe `s` is on the fast device when `floor((s + 1) x share)` exceeds
+/// `floor(s x share)`: exactly a `share` of every run of stripes, to
+/// within one.
+struct StripeLayout {
     share: f64,
     stripe_blocks: u64,
-    vol_blocks: u64,
-    /// The first device, which holds a fraction `share` of the stripes.
-    fast: DeviceIndex,
-    /// The last device, which holds the rest.
-    slow: DeviceIndex,
 }
 
-impl Stripe {
-    /// The device that holds `block`.
+impl Layout for StripeLayout {
     #[inline]
-    pub fn device_of(&self, block: u64) -> DeviceIndex {
+    fn on_fast(&self, block: u64) -> bool {
         let s = (block / self.stripe_blocks) as f64;
-        if ((s + 1.0) * self.share).floor() > (s * self.share).floor() {
-            self.fast
-        } else {
-            self.slow
-        }
-    }
-}
-
-impl Policy for Stripe {
-    fn name(&self) -> &str {
-        "stripe"
-    }
-    fn address_space(&self, device: usize) -> u64 {
-        if device == self.fast as usize || device == self.slow as usize {
-            self.vol_blocks
-        } else {
-            0
-        }
-    }
-    fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
-        ctx.plan
-            .client(self.device_of(access.block), access.op, access.block);
-        Outcome::NotApplicable
+        ((s + 1.0) * self.share).floor() > (s * self.share).floor()
     }
 }
 
@@ -95,7 +64,17 @@ mod tests {
     use crate::params::ParamValue;
     use crate::policy::{DeviceRole, DeviceSpec};
 
-    fn stripe(share: f64, stripe_blocks: i64) -> Stripe {
+    /// The device of each block under a layout of `share` and `stripe_blocks`.
+    fn stripe(share: f64, stripe_blocks: u64) -> impl Fn(u64) -> u8 {
+        let layout = StripeLayout {
+            share,
+            stripe_blocks,
+        };
+        move |b| if layout.on_fast(b) { 0 } else { 1 }
+    }
+
+    #[test]
+    fn the_policy_builds_from_its_parameters() {
         let vol = VolumeSpec {
             num_blocks: 1 << 20,
             block_size: 4096,
@@ -112,23 +91,17 @@ mod tests {
                 .collect(),
         };
         let mut p = Params::new();
-        p.set("fast_share", ParamValue::Float(share));
-        p.set("stripe_blocks", ParamValue::Int(stripe_blocks));
+        p.set("fast_share", ParamValue::Float(0.25));
+        p.set("stripe_blocks", ParamValue::Int(8));
         let s = build(&p, &vol, 0).unwrap();
         assert_eq!(s.name(), "stripe");
-        Stripe {
-            share,
-            stripe_blocks: stripe_blocks as u64,
-            vol_blocks: vol.num_blocks,
-            fast: 0,
-            slow: 1,
-        }
+        assert_eq!((s.address_space(0), s.address_space(1)), (1 << 20, 1 << 20));
     }
 
     #[test]
     fn an_even_share_alternates_whole_stripes() {
         let s = stripe(0.5, 4);
-        let devices: Vec<DeviceIndex> = (0..16).map(|b| s.device_of(b)).collect();
+        let devices: Vec<u8> = (0..16).map(&s).collect();
         assert_eq!(devices, [1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]);
     }
 
@@ -140,7 +113,7 @@ mod tests {
             let s = stripe(share, 1);
             let mut fast = 0u64;
             for n in 1..=10_000u64 {
-                fast += (s.device_of(n - 1) == 0) as u64;
+                fast += (s(n - 1) == 0) as u64;
                 let want = n as f64 * share;
                 assert!(
                     (fast as f64 - want).abs() <= 1.0,

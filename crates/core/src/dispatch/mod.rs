@@ -431,16 +431,23 @@ impl Dispatcher {
 
     /// Feeds the policy's controller and queues the jobs it asks for.
     pub fn tick(&mut self, obs: &Observation) {
+        self.run_controller(|policy, ctx| policy.on_tick(obs, ctx));
+        self.pump();
+    }
+
+    /// Runs `f` on the policy with a controller's context (the map, the
+    /// locks, room for jobs), then records the map changes and queues the
+    /// jobs it asked for.
+    fn run_controller(&mut self, f: impl FnOnce(&mut dyn Policy, &mut TickCtx<'_>)) {
         self.jobs.clear();
         let mut ctx = TickCtx {
             map: &mut self.map,
             locks: &self.locks,
             jobs: &mut self.jobs,
         };
-        self.policy.on_tick(obs, &mut ctx);
+        f(self.policy.as_mut(), &mut ctx);
         self.note_changes(None, 0);
         self.incoming.extend(self.jobs.drain(..).map(Work::Job));
-        self.pump();
     }
 
     /// The next operation ready to be performed.
@@ -712,15 +719,7 @@ impl Dispatcher {
             failed = self.write_failed(fid);
         }
         if let Work::Job(job) = work {
-            self.jobs.clear();
-            let mut ctx = TickCtx {
-                map: &mut self.map,
-                locks: &self.locks,
-                jobs: &mut self.jobs,
-            };
-            self.policy.finish_job(job, &mut ctx);
-            self.note_changes(None, 0);
-            self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+            self.run_controller(|policy, ctx| policy.finish_job(job, ctx));
         }
         self.free_flights.push(fid);
         for block in work.block()..work.end() {

@@ -77,8 +77,10 @@ impl SampledCurve {
         );
         let threshold = (rate * u64::MAX as f64) as u64;
         let keep = move |p: &u64| rate >= 1.0 || splitmix64(*p) <= threshold;
-        let all = pages.clone().count();
-        let sampled = pages.clone().filter(keep).count();
+        // One counting pass sizes the sampled pass and the expectation.
+        let (all, sampled) = pages
+            .clone()
+            .fold((0usize, 0usize), |(a, k), p| (a + 1, k + keep(&p) as usize));
         SampledCurve {
             curve: MissRatioCurve::of(pages.filter(keep), sampled),
             rate,
@@ -203,6 +205,21 @@ mod tests {
     use tiermux_core::replacement::ReplacementKind;
     use tiermux_core::rng::Rng;
 
+    /// `n` references: a share `hot_share` uniform over `hot` pages, the
+    /// rest uniform over `all` pages.
+    fn skewed_trace(seed: u64, n: usize, hot: u64, hot_share: f64, all: u64) -> Vec<u64> {
+        let mut rng = Rng::new(seed);
+        (0..n)
+            .map(|_| {
+                if rng.next_f64() < hot_share {
+                    rng.below(hot)
+                } else {
+                    rng.below(all)
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn a_small_trace_by_hand() {
         // a b c a b d a: distances of the repeats: a=3, b=3, a=3.
@@ -224,16 +241,7 @@ mod tests {
     /// and 0.4 points at 500, 2,000, 10,000 and 30,000 pages).
     #[test]
     fn a_sampled_curve_is_close_to_the_exact_one() {
-        let mut rng = Rng::new(8);
-        let trace: Vec<u64> = (0..200_000)
-            .map(|_| {
-                if rng.next_f64() < 0.6 {
-                    rng.below(2_000)
-                } else {
-                    rng.below(50_000)
-                }
-            })
-            .collect();
+        let trace = skewed_trace(8, 200_000, 2_000, 0.6, 50_000);
         let exact = MissRatioCurve::of(trace.iter().copied(), trace.len());
         let sampled = SampledCurve::of(trace.iter().copied(), 0.1);
         let share = sampled.sampled_references() as f64 / trace.len() as f64;
@@ -253,16 +261,7 @@ mod tests {
     /// size hits when replayed on its own.
     #[test]
     fn one_pass_equals_a_replay_at_every_size() {
-        let mut rng = Rng::new(5);
-        let trace: Vec<u64> = (0..20_000)
-            .map(|_| {
-                if rng.next_f64() < 0.7 {
-                    rng.below(100)
-                } else {
-                    rng.below(3_000)
-                }
-            })
-            .collect();
+        let trace = skewed_trace(5, 20_000, 100, 0.7, 3_000);
         let m = MissRatioCurve::of(trace.iter().copied(), trace.len());
         for size in [1usize, 2, 7, 50, 100, 333, 1_000, 2_999, 5_000] {
             let replayed = hit_ratio(trace.iter().copied(), ReplacementKind::Lru, size);

@@ -42,6 +42,14 @@ impl Counts {
             epoch: now,
         }
     }
+
+    /// The counts as a [`Heat`].
+    fn heat(self) -> Heat {
+        Heat {
+            reads: self.reads,
+            writes: self.writes,
+        }
+    }
 }
 
 /// A segment's current access counts.
@@ -112,13 +120,9 @@ impl HeatMap {
 
     /// The current counts of `segment` (zero if never accessed).
     pub fn heat(&self, segment: u64) -> Heat {
-        self.counts.get(&segment).map_or(Heat::default(), |c| {
-            let c = c.cooled(self.epoch);
-            Heat {
-                reads: c.reads,
-                writes: c.writes,
-            }
-        })
+        self.counts
+            .get(&segment)
+            .map_or(Heat::default(), |c| c.cooled(self.epoch).heat())
     }
 
     /// True when `segment`'s reads or writes reach the hot threshold.
@@ -129,16 +133,9 @@ impl HeatMap {
 
     /// Every accessed segment with its current counts, in no order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, Heat)> + '_ {
-        self.counts.iter().map(|(&s, c)| {
-            let c = c.cooled(self.epoch);
-            (
-                s,
-                Heat {
-                    reads: c.reads,
-                    writes: c.writes,
-                },
-            )
-        })
+        self.counts
+            .iter()
+            .map(|(&s, c)| (s, c.cooled(self.epoch).heat()))
     }
 
     /// The `n` segments with the most accesses among those `keep` accepts,
@@ -160,10 +157,7 @@ impl HeatMap {
     pub fn prune(&mut self) -> usize {
         let now = self.epoch;
         let before = self.counts.len();
-        self.counts.retain(|_, c| {
-            let cooled = c.cooled(now);
-            cooled.reads > 0 || cooled.writes > 0
-        });
+        self.counts.retain(|_, c| c.cooled(now).heat().total() > 0);
         before - self.counts.len()
     }
 

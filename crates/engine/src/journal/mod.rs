@@ -40,6 +40,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use tiermux_core::map::{BlockMap, LOC_DEVICES};
+use tiermux_core::safe::current_copies;
 
 use crate::reactor::Reactor;
 use tiermux_core::{Entry, PlacementMap};
@@ -315,7 +316,13 @@ impl Metadata {
                 && (new.present & bit == 0
                     || self.place(block, d, new) != self.place(block, d, old))
         });
-        if !dropped {
+        // Copies `old` calls equal that `new` no longer calls current
+        // (a mirrored block's capacity copy given up without I/O): a write
+        // to the one kept must wait too, or a power cut would bring back
+        // two copies that differ.
+        let equal = current_copies(old);
+        let unmatched = equal.count_ones() >= 2 && equal & !current_copies(new) != 0;
+        if !dropped && !unmatched {
             return;
         }
         for d in 0..tiermux_core::types::MAX_DEVICES as u8 {
@@ -647,6 +654,49 @@ mod tests {
         assert!(m.quarantined(0, 9), "the mark is not durable yet");
         m.marked(seq);
         assert!(!m.quarantined(0, 9) && !m.quarantined(1, 5) && !m.has_quarantine());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Two equal copies of which one stops being current without I/O (a
+    /// mirrored block keeping only its fast copy): both places wait for a
+    /// mark, so that the kept copy is not rewritten while a power cut could
+    /// bring back the entry that calls them equal.
+    #[test]
+    fn giving_up_one_of_two_equal_copies_quarantines_both() {
+        let dir = tmpdir("quarantine-equal");
+        let (mut m, _, _) = Metadata::open(&dir, &shape(), 1, "boot-1").unwrap();
+        let mirrored = Entry {
+            present: 0b11,
+            loc: [9, 0, 0],
+            ..Entry::default()
+        };
+        m.record(5, mirrored);
+        m.record(
+            5,
+            Entry {
+                dirty: 0b01,
+                ..mirrored
+            },
+        );
+        assert!(m.quarantined(0, 9) && m.quarantined(1, 5));
+        // One current copy that becomes dirty elsewhere is not a pair.
+        m.record(
+            6,
+            Entry {
+                present: 0b10,
+                ..Entry::default()
+            },
+        );
+        m.record(
+            6,
+            Entry {
+                present: 0b11,
+                dirty: 0b01,
+                loc: [3, 0, 0],
+                ..Entry::default()
+            },
+        );
+        assert!(!m.quarantined(0, 3) && !m.quarantined(1, 6));
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -77,7 +77,7 @@ fn run(spec: &Spec<'_>) -> Outcome {
         crashes: 0,
         fingerprint: Vec::new(),
     };
-    let mut fingerprint = vec![0u64; 7];
+    let mut fingerprint = vec![0u64; 8];
     let hot = VOL_BYTES / 8;
     let mut issued = 0;
     while issued < spec.ops || !inflight.is_empty() {
@@ -196,6 +196,20 @@ fn note(h: &Harness, fingerprint: &mut [u64]) {
         fingerprint[2 * i + 1] += d.counters.write_bytes;
     }
     fingerprint[6] += v.stats().requests;
+    // Bytes a tiering policy copied between devices (promotions,
+    // demotions, mirroring, cleaning).
+    fingerprint[7] += v
+        .policy()
+        .controller_state()
+        .iter()
+        .filter(|(k, _)| {
+            matches!(
+                *k,
+                "promoted_bytes" | "demoted_bytes" | "mirror_bytes" | "cleaned_bytes"
+            )
+        })
+        .map(|&(_, v)| v as u64)
+        .sum::<u64>();
 }
 
 /// Applies finished requests to the model and checks reads against it.
@@ -304,6 +318,14 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
         if *policy == "stacked" {
             // The middle cache of the three devices read and wrote.
             assert!(out.fingerprint[2] > 0 && out.fingerprint[3] > 0, "{out:?}");
+        }
+        if matches!(*policy, "hemem" | "most") {
+            // Segments moved between the devices, crashes included.
+            assert!(out.fingerprint[7] > 0, "{policy}: nothing moved: {out:?}");
+            println!(
+                "{policy}: {} crash points, {} bytes moved",
+                out.crashes, out.fingerprint[7]
+            );
         }
         crashes += out.crashes;
     }

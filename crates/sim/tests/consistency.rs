@@ -83,6 +83,14 @@ fn config(
             .insert("stripe_blocks".into(), toml::Value::Integer(4));
         return c;
     }
+    if policy == "hemem" || policy == "most" {
+        // Small segments, fast quanta and low thresholds, so that
+        // promotions, swaps, mirroring and cleaning happen in short runs.
+        for (k, v) in tiering_params(policy) {
+            c.params.insert(k.into(), v);
+        }
+        return c;
+    }
     let s = |v: &str| toml::Value::String(v.into());
     c.params.insert("write_mode".into(), s(write_mode));
     c.params.insert("replacement".into(), s(replacement));
@@ -109,6 +117,23 @@ fn config(
             .insert("min_window_ops".into(), toml::Value::Integer(4));
     }
     c
+}
+
+/// Parameters that make a tiering policy move segments in short runs.
+fn tiering_params(policy: &str) -> Vec<(&'static str, toml::Value)> {
+    let mut v = vec![
+        ("segment_blocks", toml::Value::Integer(4)),
+        ("quantum_ms", toml::Value::Float(0.2)),
+        ("hot_threshold", toml::Value::Integer(2)),
+        ("cooling_threshold", toml::Value::Integer(6)),
+    ];
+    if policy == "most" {
+        v.push(("mirror_step_mb", toml::Value::Float(0.05)));
+        v.push(("ratio_step", toml::Value::Float(0.25)));
+        v.push(("latency_alpha", toml::Value::Float(1.0)));
+        v.push(("clean_min_rewrite_distance", toml::Value::Float(1.0)));
+    }
+    v
 }
 
 /// Every registered policy: a new one is checked without editing this file.

@@ -191,6 +191,9 @@ mod tests {
             if reg.name == "split" {
                 params.set("split_rate", ParamValue::Float(0.3));
             }
+            if matches!(reg.name, "hemem" | "most") {
+                params.set("segment_blocks", ParamValue::Int(4));
+            }
             let s = replay_policy(reg.name, &params, p.iter().copied(), 100)
                 .unwrap_or_else(|e| panic!("{}: {e}", reg.name));
             assert_eq!(s.accesses, p.len() as u64, "{}", reg.name);

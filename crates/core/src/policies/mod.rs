@@ -9,13 +9,16 @@ use crate::policy::{Policy, PolicyError, VolumeSpec};
 pub mod cache;
 pub mod classic;
 pub mod fixed;
+pub mod hemem;
 pub mod lbica;
+pub mod most;
 pub mod nhc;
 pub mod passthrough;
 pub mod sib;
 pub mod split;
 pub mod stacked;
 pub mod stripe;
+pub mod tiered;
 
 /// Constructor signature of a registered policy.
 pub type PolicyBuilder = fn(&Params, &VolumeSpec, u64) -> Result<Box<dyn Policy>, PolicyError>;
@@ -41,6 +44,8 @@ pub static REGISTRY: &[Registered] = &[
     lbica::REGISTERED,
     passthrough::REGISTERED,
     stacked::REGISTERED,
+    hemem::REGISTERED,
+    most::REGISTERED,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

@@ -18,7 +18,9 @@
 pub mod budget;
 pub mod heat;
 pub mod latency;
+pub mod migrator;
 pub mod offload;
+pub mod tiers;
 
 pub use budget::{Direction, MigrationBudget};
 pub use heat::{Heat, HeatMap};

@@ -228,4 +228,12 @@ pub const MODES: &[(&str, &str)] = &[
         "write_mode = \"wb\"\ndirty_high_ratio = 0.3\ndirty_low_ratio = 0.1",
     ),
     ("stacked", "write_mode = \"wt\""),
+    (
+        "hemem",
+        "segment_blocks = 4\nquantum_ms = 0.1\nhot_threshold = 2\ncooling_threshold = 6",
+    ),
+    (
+        "most",
+        "segment_blocks = 4\nquantum_ms = 0.1\nhot_threshold = 2\ncooling_threshold = 6\nratio_step = 0.25\nlatency_alpha = 1.0\nclean_min_rewrite_distance = 1.0",
+    ),
 ];

@@ -1,0 +1,259 @@
+//! MOST, mirror-optimized storage tiering (Tu et al., the MOST paper):
+//! HeMem's tiering plus a small mirrored class of the hottest segments,
+//! whose reads and writes go to the capacity device with probability
+//! `offloadRatio`. Every quantum (200 ms) Algorithm 1 moves the ratio by
+//! `ratio_step` until the devices' smoothed latencies are equal within θ;
+//! at `offload_ratio_max` it grows the mirrored class instead (by
+//! `mirror_step_mb` of the hottest performance segments, up to
+//! `mirror_max_fraction` of capacity), or, when the class is full, swaps
+//! its coldest segment for a hotter one. Migration runs only away from the
+//! slower device (§3.2.3). New data is allocated on the capacity device
+//! with probability `offloadRatio` (§3.2.2). A write to a mirrored subpage
+//! updates one copy and marks the other invalid (§3.2.4); a background
+//! cleaner rewrites invalid copies of segments whose rewrite distance
+//! (reads per write) is at least `clean_min_rewrite_distance`. When free
+//! capacity falls below `reclaim_free_fraction`, the coldest mirrored
+//! segment drops a copy.
+//!
+//! Choices where the paper gives no value, as parameters: the latency is
+//! each device's mean over reads and writes, EWMA-smoothed with
+//! `latency_alpha` = 0.25 (a signal that follows a load step within about
+//! four quanta); a device with no latency sample yet counts as latency 0
+//! (an idle device; later idle intervals keep the last smoothed value);
+//! the cleaning threshold is 8 reads per write.
+
+use super::hemem::serve;
+use super::tiered::Tiered;
+use super::{param_err, Registered};
+use crate::map::{Entry, PlacementMap};
+use crate::observe::Observation;
+use crate::params::Params;
+use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
+use crate::tiering::latency::LatencySignals;
+use crate::tiering::migrator::{coldest_of, hottest_of, Allowed};
+use crate::tiering::offload::{Decision, Migration, MirrorChange, OffloadController};
+use crate::tiering::tiers::{Class, Move};
+use crate::types::{Access, Op, Outcome};
+use crate::Job;
+
+/// Registry entry.
+pub const REGISTERED: Registered = Registered {
+    name: "most",
+    summary: "mirror-optimized tiering: tiering plus a small mirrored class, offload ratio tuned to equalize device latency",
+    build,
+};
+
+fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, PolicyError> {
+    let e = param_err("most");
+    let t = Tiered::build("most", p, vol, seed)?;
+    let theta = p.f64_in("theta", 0.05, 0.0, 0.99).map_err(&e)?;
+    let ratio_step = p.f64_in("ratio_step", 0.02, 0.001, 1.0).map_err(&e)?;
+    let ratio_max = p.f64_in("offload_ratio_max", 1.0, 0.0, 1.0).map_err(&e)?;
+    let alpha = p.f64_in("latency_alpha", 0.25, 0.001, 1.0).map_err(&e)?;
+    let mirror_max_fraction = p.f64_in("mirror_max_fraction", 0.2, 0.0, 1.0).map_err(&e)?;
+    let mirror_step_mb = p.f64_in("mirror_step_mb", 200.0, 0.001, 1e9).map_err(&e)?;
+    let reclaim = p
+        .f64_in("reclaim_free_fraction", 0.025, 0.0, 1.0)
+        .map_err(&e)?;
+    let clean_min = p
+        .f64_in("clean_min_rewrite_distance", 8.0, 0.0, 1e9)
+        .map_err(&e)?;
+    let cleaning = p
+        .choice("cleaning", "selective", &["selective", "all", "off"])
+        .map_err(&e)?;
+    let segment_bytes = t.tiers.segment_blocks() as f64 * vol.block_size as f64;
+    let segments = t.tiers.segments() as f64;
+    Ok(Box::new(Most {
+        latency: LatencySignals::new(vol.devices.len(), alpha),
+        controller: OffloadController::new(ratio_step, theta, ratio_max),
+        mirror_max_segments: (mirror_max_fraction * segments).floor() as u32,
+        mirror_step_segments: ((mirror_step_mb * 1e6 / segment_bytes).ceil() as u32).max(1),
+        reclaim_below_segments: (reclaim * segments).ceil() as u64,
+        clean_min_rewrite_distance: match cleaning.as_str() {
+            "off" => None,
+            "all" => Some(0.0),
+            _ => Some(clean_min),
+        },
+        t,
+    }))
+}
+
+/// The MOST policy.
+pub struct Most {
+    t: Tiered,
+    latency: LatencySignals,
+    controller: OffloadController,
+    mirror_max_segments: u32,
+    mirror_step_segments: u32,
+    reclaim_below_segments: u64,
+    clean_min_rewrite_distance: Option<f64>,
+}
+
+impl Most {
+    /// True when this access goes to the capacity copy (or allocates
+    /// there), with probability `offloadRatio`.
+    fn offload(&mut self) -> bool {
+        let r = self.controller.offload_ratio();
+        r > 0.0 && self.t.rng.next_f64() < r
+    }
+
+    fn tune(&mut self) -> Decision {
+        let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
+        let lp = self.latency.device(p).all_ns.get();
+        let lc = self.latency.device(h).all_ns.get();
+        let full = self.t.tiers.mirrored() >= self.mirror_max_segments;
+        // A device not measured yet counts as idle: latency 0, so that a
+        // saturated performance device starts offloading, which measures
+        // the other one.
+        self.controller
+            .tune(lp.unwrap_or(0.0), lc.unwrap_or(0.0), full)
+    }
+
+    fn grow_mirror(&mut self, change: MirrorChange, jobs: &mut Vec<Job>) {
+        let t = &mut self.t;
+        let now = t.now_ns;
+        match change {
+            MirrorChange::None => {}
+            MirrorChange::Enlarge => {
+                let room = self.mirror_max_segments.saturating_sub(t.tiers.mirrored());
+                let n = room.min(self.mirror_step_segments) as usize;
+                for (s, _) in hottest_of(&t.tiers, &t.heat, Class::Performance, n) {
+                    if !t.migrator.queue(&mut t.tiers, s, Move::Mirror, now, jobs) {
+                        break;
+                    }
+                }
+            }
+            MirrorChange::ImproveHotness => {
+                let hot = hottest_of(&t.tiers, &t.heat, Class::Performance, 1);
+                let cold = coldest_of(&t.tiers, &t.heat, Class::Mirrored, 1);
+                if let (Some(&(h, hh)), Some(&(c, ch))) = (hot.first(), cold.first()) {
+                    if hh > ch && t.migrator.queue(&mut t.tiers, c, Move::Unmirror, now, jobs) {
+                        t.migrator.queue(&mut t.tiers, h, Move::Mirror, now, jobs);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops a copy of the coldest mirrored segments while free capacity
+    /// is below the watermark.
+    fn reclaim(&mut self, jobs: &mut Vec<Job>) {
+        let t = &mut self.t;
+        let total = t.tiers.segments();
+        let free = total.saturating_sub(t.tiers.used_segments());
+        if free >= self.reclaim_below_segments || t.tiers.mirrored() == 0 {
+            return;
+        }
+        let n = (self.reclaim_below_segments - free) as usize;
+        for (s, _) in coldest_of(&t.tiers, &t.heat, Class::Mirrored, n) {
+            t.migrator
+                .queue(&mut t.tiers, s, Move::Unmirror, t.now_ns, jobs);
+        }
+    }
+
+    /// Cleans mirrored segments with invalid subpages whose rewrite
+    /// distance reaches the threshold.
+    fn clean(&mut self, jobs: &mut Vec<Job>) {
+        let Some(min) = self.clean_min_rewrite_distance else {
+            return;
+        };
+        let t = &mut self.t;
+        let candidates: Vec<u64> = t
+            .tiers
+            .unclean()
+            .filter(|&s| {
+                let h = t.heat.heat(s);
+                h.reads as f64 >= min * h.writes.max(1) as f64 || min == 0.0
+            })
+            .collect();
+        for s in candidates {
+            if !t
+                .migrator
+                .queue(&mut t.tiers, s, Move::Clean, t.now_ns, jobs)
+            {
+                break;
+            }
+        }
+    }
+}
+
+impl Policy for Most {
+    fn name(&self) -> &str {
+        "most"
+    }
+    fn address_space(&self, device: usize) -> u64 {
+        self.t.address_space(device)
+    }
+    fn layout(&self) -> &str {
+        "tiers"
+    }
+    fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
+        let (segment, _) = self.t.tiers.locate(access.block);
+        let class = self.t.tiers.class(segment);
+        let offload = self.offload();
+        if class == Class::Mirrored {
+            self.t.record(access.block, access.op);
+            let d = match access.op {
+                Op::Read => self.t.tiers.read(access.block, offload, ctx),
+                Op::Write => self.t.tiers.write(access.block, offload, ctx),
+            };
+            return Outcome::Hit(d);
+        }
+        // Tiered data: served where it lives; new data is allocated on
+        // the capacity device with probability offloadRatio.
+        serve(&mut self.t, access, !offload, ctx)
+    }
+    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+        self.t.tiers.start(job, ctx);
+    }
+    fn finish_job(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
+        self.t.finish_job(job, ctx);
+    }
+    fn tick_interval_ns(&self) -> Option<u64> {
+        Some(self.t.quantum_ns)
+    }
+    fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
+        self.t.now_ns = obs.now_ns;
+        self.latency.observe(obs);
+        let d = self.tune();
+        self.grow_mirror(d.mirror, ctx.jobs);
+        self.reclaim(ctx.jobs);
+        let none = Allowed {
+            up: false,
+            down: false,
+        };
+        let allowed = match d.migration {
+            Migration::Both => Allowed::BOTH,
+            Migration::ToPerformanceOnly => Allowed {
+                up: true,
+                down: false,
+            },
+            Migration::ToCapacityOnly | Migration::Stop => none,
+        };
+        let t = &mut self.t;
+        t.migrator
+            .tier(&mut t.tiers, &t.heat, allowed, obs.now_ns, ctx.jobs);
+        self.clean(ctx.jobs);
+    }
+    fn controller_state(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![("offload_ratio", self.controller.offload_ratio())];
+        let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
+        let us = |d: usize| self.latency.device(d).all_ns.get().unwrap_or(0.0) / 1e3;
+        v.push(("latency_perf_us", us(p)));
+        v.push(("latency_cap_us", us(h)));
+        v.extend(self.t.state());
+        v
+    }
+    fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
+        self.t.restore(map)
+    }
+    fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
+        self.t.tiers.trim(block, ctx.map);
+    }
+    fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
+        self.t.tiers.warm(block, map)
+    }
+    fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
+        self.t.repair(block, target, ctx);
+    }
+}

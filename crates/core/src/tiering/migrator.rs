@@ -1,0 +1,188 @@
+//! The migrator shared by the tiering policies: it turns "move this
+//! segment" into claimed jobs under the migration bandwidth cap, runs
+//! HeMem's quantum (promote hot capacity segments into free performance
+//! slots, or swap them with colder performance segments), and starts a
+//! swap's promotion once the demotion that frees its slot has finished.
+
+use std::collections::VecDeque;
+
+use super::budget::{Direction, MigrationBudget};
+use super::heat::HeatMap;
+use super::tiers::{Class, Move, Tiers};
+use crate::types::Job;
+
+/// Moves in flight and waiting, under a bandwidth cap.
+#[derive(Clone, Debug)]
+pub struct Migrator {
+    budget: MigrationBudget,
+    segment_bytes: u64,
+    max_inflight: u32,
+    inflight: u32,
+    /// Capacity segments waiting for a slot a running demotion frees.
+    waiting: VecDeque<u64>,
+}
+
+/// Which tier moves a quantum may start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Allowed {
+    /// Moves onto the performance device (promotions).
+    pub up: bool,
+    /// Moves off it (demotions).
+    pub down: bool,
+}
+
+impl Allowed {
+    /// Both directions.
+    pub const BOTH: Allowed = Allowed {
+        up: true,
+        down: true,
+    };
+}
+
+impl Migrator {
+    /// A migrator moving segments of `segment_bytes` under `budget`, with
+    /// at most `max_inflight` moves running at once.
+    pub fn new(budget: MigrationBudget, segment_bytes: u64, max_inflight: u32) -> Migrator {
+        assert!(max_inflight >= 1, "at least one move may run");
+        Migrator {
+            budget,
+            segment_bytes,
+            max_inflight,
+            inflight: 0,
+            waiting: VecDeque::new(),
+        }
+    }
+
+    /// Bytes migrated so far in direction `d` (a segment's size per move).
+    pub fn migrated_bytes(&self, d: Direction) -> u64 {
+        self.budget.migrated_bytes(d)
+    }
+
+    /// Moves running.
+    pub fn inflight(&self) -> u32 {
+        self.inflight
+    }
+
+    /// Claims `segment` for `m` and queues its job if the cap and the
+    /// in-flight limit allow; false otherwise.
+    pub fn queue(
+        &mut self,
+        tiers: &mut Tiers,
+        segment: u64,
+        m: Move,
+        now_ns: u64,
+        jobs: &mut Vec<Job>,
+    ) -> bool {
+        if self.inflight >= self.max_inflight || tiers.is_busy(segment) {
+            return false;
+        }
+        // Dropping a copy moves no data; it needs no bandwidth.
+        let free = m == Move::Unmirror && tiers.class(segment) == Class::Mirrored;
+        if !free
+            && !self
+                .budget
+                .try_start(now_ns, self.segment_bytes, m.direction())
+        {
+            return false;
+        }
+        if !tiers.claim(segment, m) {
+            return false;
+        }
+        self.inflight += 1;
+        jobs.push(tiers.job(segment, m));
+        true
+    }
+
+    /// A move's job finished: ends it in `tiers`, and starts a waiting
+    /// promotion if a slot is free now.
+    pub fn finished(&mut self, tiers: &mut Tiers, job: Job, now_ns: u64, jobs: &mut Vec<Job>) {
+        tiers.finish(job);
+        self.inflight = self.inflight.checked_sub(1).expect("moves in flight");
+        while tiers.free_slots() > 0 {
+            let Some(s) = self.waiting.pop_front() else {
+                break;
+            };
+            if tiers.class(s) == Class::Capacity
+                && !self.queue(tiers, s, Move::Promote, now_ns, jobs)
+            {
+                break;
+            }
+        }
+    }
+
+    /// HeMem's quantum: promote hot capacity segments, hottest first, into
+    /// free slots, and when none is free swap each with the coldest
+    /// performance segment that is not hot, within `allowed`.
+    pub fn tier(
+        &mut self,
+        tiers: &mut Tiers,
+        heat: &HeatMap,
+        allowed: Allowed,
+        now_ns: u64,
+        jobs: &mut Vec<Job>,
+    ) {
+        self.budget.refill(now_ns);
+        if !allowed.up {
+            self.waiting.clear();
+            return;
+        }
+        let room = (self.max_inflight - self.inflight.min(self.max_inflight)) as usize;
+        let hot = heat.hottest(room, |s| {
+            tiers.class(s) == Class::Capacity && !tiers.is_busy(s) && heat.is_hot(s)
+        });
+        if hot.is_empty() {
+            return;
+        }
+        let mut cold = coldest_performance(tiers, heat, hot.len()).into_iter();
+        for (s, h) in hot {
+            if tiers.free_slots() > 0 {
+                if !self.queue(tiers, s, Move::Promote, now_ns, jobs) {
+                    break;
+                }
+                continue;
+            }
+            if !allowed.down {
+                break;
+            }
+            let Some((c, ch)) = cold.next() else { break };
+            if ch >= h.total() || heat.is_hot(c) {
+                break;
+            }
+            if self.queue(tiers, c, Move::Demote, now_ns, jobs) {
+                self.waiting.push_back(s);
+            }
+        }
+    }
+}
+
+/// The `n` coldest idle performance-class segments with their total
+/// counts, coldest first (ties: lower segment first).
+pub fn coldest_performance(tiers: &Tiers, heat: &HeatMap, n: usize) -> Vec<(u64, u32)> {
+    coldest_of(tiers, heat, Class::Performance, n)
+}
+
+/// The `n` coldest idle segments of `class` (not the capacity class),
+/// coldest first.
+pub fn coldest_of(tiers: &Tiers, heat: &HeatMap, class: Class, n: usize) -> Vec<(u64, u32)> {
+    let mut v: Vec<(u64, u32)> = tiers
+        .placed()
+        .filter(|&(s, c)| c == class && !tiers.is_busy(s))
+        .map(|(s, _)| (s, heat.heat(s).total()))
+        .collect();
+    v.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+    v.truncate(n);
+    v
+}
+
+/// The `n` hottest idle segments of `class` (not the capacity class),
+/// hottest first.
+pub fn hottest_of(tiers: &Tiers, heat: &HeatMap, class: Class, n: usize) -> Vec<(u64, u32)> {
+    let mut v: Vec<(u64, u32)> = tiers
+        .placed()
+        .filter(|&(s, c)| c == class && !tiers.is_busy(s))
+        .map(|(s, _)| (s, heat.heat(s).total()))
+        .collect();
+    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(n);
+    v
+}

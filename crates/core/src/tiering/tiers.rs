@@ -1,0 +1,889 @@
+//! Where tiering policies keep segments: each segment of the volume is in
+//! one class, and this module plans the moves between classes as jobs over
+//! the segment's blocks. Shared by HeMem, MOST and the other tiering
+//! policies, so that each of them only decides *which* segment moves.
+//!
+//! Classes (MOST §3.1):
+//! - [`Class::Capacity`]: the tiered class on the capacity device;
+//! - [`Class::Performance`]: the tiered class on the performance device;
+//! - [`Class::Mirrored`]: a copy on each device, each subpage clean,
+//!   invalid on the performance device or invalid on the capacity device
+//!   (MOST §3.2.4).
+//!
+//! Layout. The capacity device is the volume's home: it holds every block
+//! at its own number, and a block without a placement-map entry is there.
+//! A segment on the performance device has a slot there (`slot x
+//! segment_blocks + subpage` is each block's location), and its blocks'
+//! map entries say which copy is current, in the map's own terms, so the
+//! engine's journal makes them crash-safe as it does cache entries:
+//!
+//! | state of a block                    | present | dirty | stale |
+//! |-------------------------------------|---------|-------|-------|
+//! | capacity class (no entry)           | C       |       |       |
+//! | performance class                   | P, C    | P     |       |
+//! | mirrored, clean                     | P, C    |       |       |
+//! | mirrored, invalid on P              | P, C    |       | P     |
+//! | mirrored, invalid on C              | P, C    | P     |       |
+//!
+//! "Dirty on P" is what a single copy on the performance device means: the
+//! capacity device's space for the block holds nothing current. That space
+//! stays reserved (the home layout), so the volume is as large as the
+//! capacity device and the performance device adds speed, not capacity.
+//! Policies account capacity as MOST does instead ([`Tiers::used_segments`]
+//! counts each segment once and each mirrored segment twice), treating the
+//! volume as the hierarchy's total capacity.
+//!
+//! A block of a performance or mirrored segment may also have no copy on
+//! the performance device (never copied there, or trimmed); it is then read
+//! from the capacity device, and a write puts it at its location.
+
+use crate::map::{BlockMap, Entry, PlacementMap};
+use crate::policy::{Ctx, DeviceRole, PolicyError, VolumeSpec};
+use crate::safe::current_copies;
+use crate::types::{DeviceIndex, Job, Op, Purpose};
+
+use super::budget::Direction;
+
+/// Which class a segment is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// One copy, on the capacity device.
+    Capacity,
+    /// One copy, on the performance device.
+    Performance,
+    /// A copy on each device.
+    Mirrored,
+}
+
+/// A class change, as a job's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Move {
+    /// Capacity class to performance class: copy every block up.
+    Promote = 1,
+    /// Performance or mirrored class to capacity class: copy the blocks
+    /// only the performance copy holds down, free the slot.
+    Demote = 2,
+    /// Into the mirrored class: make both copies of every block current.
+    Mirror = 3,
+    /// Mirrored class to performance class: drop the capacity copy (only
+    /// when every subpage of the performance copy is valid; else demote).
+    Unmirror = 4,
+    /// Rewrite every invalid subpage of a mirrored segment from its valid
+    /// copy.
+    Clean = 5,
+}
+
+impl Move {
+    /// The move a job's kind names.
+    pub fn of_kind(kind: u8) -> Option<Move> {
+        Some(match kind {
+            1 => Move::Promote,
+            2 => Move::Demote,
+            3 => Move::Mirror,
+            4 => Move::Unmirror,
+            5 => Move::Clean,
+            _ => return None,
+        })
+    }
+
+    /// The direction the move's bytes are counted in.
+    pub fn direction(self) -> Direction {
+        match self {
+            Move::Promote => Direction::Promote,
+            Move::Demote | Move::Unmirror => Direction::Demote,
+            Move::Mirror => Direction::Mirror,
+            Move::Clean => Direction::Clean,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Placed {
+    class: Class,
+    slot: u32,
+    /// A move is queued or running.
+    busy: bool,
+}
+
+/// Segment classes, performance-device slots and the moves between them.
+#[derive(Clone, Debug)]
+pub struct Tiers {
+    perf: DeviceIndex,
+    home: DeviceIndex,
+    segment_blocks: u32,
+    num_blocks: u64,
+    /// Segments with a slot on the performance device.
+    placed: BlockMap<Placed>,
+    free_slots: Vec<u32>,
+    slots: u32,
+    mirrored: u32,
+    /// One bit per segment: written or read since the volume started.
+    touched: Vec<u64>,
+    touched_count: u64,
+    /// Mirrored segments with an invalid subpage, in segment order.
+    unclean: std::collections::BTreeSet<u64>,
+    /// Blocks copied by moves, per direction.
+    moved_blocks: [u64; Direction::COUNT],
+}
+
+impl Tiers {
+    /// The tiers of `vol` for policy `name`: the first device is the
+    /// performance device, the home device the capacity device; segments
+    /// of `segment_blocks` blocks.
+    pub fn new(name: &str, vol: &VolumeSpec, segment_blocks: u32) -> Result<Tiers, PolicyError> {
+        let err = |message: String| PolicyError::Volume {
+            policy: name.into(),
+            message,
+        };
+        let home = vol
+            .home()
+            .ok_or_else(|| err("needs a home (capacity) device".into()))?;
+        if vol.devices.len() != 2 || home != 1 {
+            return Err(err(format!(
+                "tiers a performance device over a home device: needs 2 devices, the second the home, the volume has {}",
+                vol.devices.len()
+            )));
+        }
+        if vol.devices[0].role == DeviceRole::Home {
+            return Err(err("the performance device cannot be the home".into()));
+        }
+        assert!(segment_blocks >= 1, "a segment has at least one block");
+        let slots = vol.devices[0].capacity_blocks / segment_blocks as u64;
+        if slots == 0 {
+            return Err(err(format!(
+                "the performance device ({} blocks) holds no segment of {segment_blocks} blocks",
+                vol.devices[0].capacity_blocks
+            )));
+        }
+        let slots = u32::try_from(slots).map_err(|_| err("too many segments".into()))?;
+        let segments = vol.num_blocks.div_ceil(segment_blocks as u64);
+        Ok(Tiers {
+            perf: 0,
+            home,
+            segment_blocks,
+            num_blocks: vol.num_blocks,
+            placed: BlockMap::default(),
+            free_slots: (0..slots).rev().collect(),
+            slots,
+            mirrored: 0,
+            touched: vec![0; segments.div_ceil(64) as usize],
+            touched_count: 0,
+            unclean: Default::default(),
+            moved_blocks: [0; Direction::COUNT],
+        })
+    }
+
+    /// The performance device.
+    pub fn perf(&self) -> DeviceIndex {
+        self.perf
+    }
+
+    /// The capacity (home) device.
+    pub fn home(&self) -> DeviceIndex {
+        self.home
+    }
+
+    /// Blocks per segment.
+    pub fn segment_blocks(&self) -> u32 {
+        self.segment_blocks
+    }
+
+    /// Segments in the volume.
+    pub fn segments(&self) -> u64 {
+        self.num_blocks.div_ceil(self.segment_blocks as u64)
+    }
+
+    /// Slots (segments) on the performance device.
+    pub fn slots(&self) -> u32 {
+        self.slots
+    }
+
+    /// Free slots on the performance device.
+    pub fn free_slots(&self) -> u32 {
+        self.free_slots.len() as u32
+    }
+
+    /// Segments in the mirrored class.
+    pub fn mirrored(&self) -> u32 {
+        self.mirrored
+    }
+
+    /// Segments accessed since the start, and mirrored ones once more: the
+    /// capacity MOST would use for them.
+    pub fn used_segments(&self) -> u64 {
+        self.touched_count + self.mirrored as u64
+    }
+
+    /// Blocks moved so far, per direction ([`Direction::index`]).
+    pub fn moved_blocks(&self, d: Direction) -> u64 {
+        self.moved_blocks[d.index()]
+    }
+
+    /// The segment holding `block` and the block's subpage in it.
+    #[inline]
+    pub fn locate(&self, block: u64) -> (u64, u32) {
+        let s = self.segment_blocks as u64;
+        (block / s, (block % s) as u32)
+    }
+
+    /// The class of `segment`.
+    #[inline]
+    pub fn class(&self, segment: u64) -> Class {
+        self.placed
+            .get(&segment)
+            .map_or(Class::Capacity, |p| p.class)
+    }
+
+    /// True while a move of `segment` is queued or running.
+    pub fn is_busy(&self, segment: u64) -> bool {
+        self.placed.get(&segment).is_some_and(|p| p.busy)
+    }
+
+    /// Every segment with a slot, with its class (unordered).
+    pub fn placed(&self) -> impl Iterator<Item = (u64, Class)> + '_ {
+        self.placed.iter().map(|(&s, p)| (s, p.class))
+    }
+
+    /// Notes an access to `segment`; true the first time.
+    #[inline]
+    pub fn touch(&mut self, segment: u64) -> bool {
+        let (w, bit) = ((segment / 64) as usize, 1u64 << (segment % 64));
+        let first = self.touched[w] & bit == 0;
+        if first {
+            self.touched[w] |= bit;
+            self.touched_count += 1;
+        }
+        first
+    }
+
+    fn perf_loc(&self, slot: u32, subpage: u32) -> u32 {
+        let loc = slot as u64 * self.segment_blocks as u64 + subpage as u64;
+        u32::try_from(loc).expect("performance-device locations fit 32 bits")
+    }
+
+    fn blocks_of(&self, segment: u64) -> std::ops::Range<u64> {
+        let first = segment * self.segment_blocks as u64;
+        first..(first + self.segment_blocks as u64).min(self.num_blocks)
+    }
+
+    /// Puts the segment of `block`, which must be in the capacity class and
+    /// idle, in the performance class without copying anything (a new
+    /// allocation: its blocks are copied there as they are written). False
+    /// when no slot is free.
+    pub fn allocate(&mut self, segment: u64) -> bool {
+        assert_eq!(
+            self.class(segment),
+            Class::Capacity,
+            "segment {segment} is placed"
+        );
+        if self.is_busy(segment) {
+            return false;
+        }
+        let Some(slot) = self.free_slots.pop() else {
+            return false;
+        };
+        self.placed.insert(
+            segment,
+            Placed {
+                class: Class::Performance,
+                slot,
+                busy: false,
+            },
+        );
+        true
+    }
+
+    /// Where a read of `block` goes: the performance device, the capacity
+    /// device, or either when both copies are current (`None`).
+    #[inline]
+    pub fn read_choices(&self, map: &PlacementMap, block: u64) -> Option<DeviceIndex> {
+        let cur = current_copies(&map.get(block));
+        let both = 1 << self.perf | 1 << self.home;
+        if cur & both == both {
+            None
+        } else if cur & 1 << self.perf != 0 {
+            Some(self.perf)
+        } else {
+            Some(self.home)
+        }
+    }
+
+    /// Plans a client read of `block` from the device [`Tiers::read_choices`]
+    /// names, or, when both copies are current, from the capacity device if
+    /// `to_capacity`. Returns the device read.
+    pub fn read(&self, block: u64, to_capacity: bool, ctx: &mut Ctx<'_>) -> DeviceIndex {
+        let d = self.read_choices(ctx.map, block).unwrap_or(if to_capacity {
+            self.home
+        } else {
+            self.perf
+        });
+        let addr = if d == self.perf {
+            ctx.map.get(block).loc(d) as u64
+        } else {
+            block
+        };
+        ctx.plan.client(d, Op::Read, addr);
+        d
+    }
+
+    /// Mirrored segments with an invalid subpage on either copy, in order.
+    pub fn unclean(&self) -> impl Iterator<Item = u64> + '_ {
+        self.unclean.iter().copied()
+    }
+
+    /// Plans a client write of `block`: to the performance copy, or (when
+    /// `to_capacity`, or the segment is in the capacity class) to the
+    /// capacity device. Returns the device written.
+    pub fn write(&mut self, block: u64, to_capacity: bool, ctx: &mut Ctx<'_>) -> DeviceIndex {
+        let (segment, subpage) = self.locate(block);
+        let placed = self
+            .placed
+            .get(&segment)
+            .copied()
+            .filter(|pl| pl.class != Class::Capacity);
+        let (p, h) = (self.perf, self.home);
+        match placed {
+            Some(pl) if !(to_capacity && pl.class == Class::Mirrored) => {
+                let loc = self.perf_loc(pl.slot, subpage);
+                ctx.plan.client(p, Op::Write, loc as u64);
+                let e = ctx.map.entry_mut(block);
+                let was_clean_mirror = e.valid_on(p) && e.valid_on(h) && e.dirty == 0;
+                e.present |= 1 << p | 1 << h;
+                e.stale &= !(1 << p);
+                e.dirty = 1 << p;
+                e.set_loc(p, loc);
+                if pl.class == Class::Mirrored && was_clean_mirror {
+                    self.unclean.insert(segment);
+                }
+                p
+            }
+            Some(_) => {
+                // A mirrored subpage written on the capacity device: the
+                // performance copy, if any, is now invalid.
+                ctx.plan.client(h, Op::Write, block);
+                let e = ctx.map.entry_mut(block);
+                e.dirty = 0;
+                if e.present & 1 << p != 0 {
+                    e.stale |= 1 << p;
+                    self.unclean.insert(segment);
+                }
+                ctx.map.normalize(block);
+                h
+            }
+            None => {
+                ctx.plan.client(h, Op::Write, block);
+                ctx.map.set(
+                    block,
+                    Entry {
+                        present: 1 << h,
+                        ..Entry::default()
+                    },
+                );
+                h
+            }
+        }
+    }
+
+    /// Claims `segment` for a move: false when another move of it is
+    /// queued or running, or the move does not apply to its class.
+    pub fn claim(&mut self, segment: u64, m: Move) -> bool {
+        let class = self.class(segment);
+        let fits = match m {
+            Move::Promote => class == Class::Capacity,
+            Move::Demote => class != Class::Capacity,
+            Move::Mirror => true,
+            Move::Unmirror | Move::Clean => class == Class::Mirrored,
+        };
+        if !fits || self.is_busy(segment) || segment >= self.segments() {
+            return false;
+        }
+        if let Some(p) = self.placed.get_mut(&segment) {
+            p.busy = true;
+        } else {
+            // A capacity segment has no record; hold it with a busy one
+            // until the move starts.
+            self.placed.insert(
+                segment,
+                Placed {
+                    class: Class::Capacity,
+                    slot: u32::MAX,
+                    busy: true,
+                },
+            );
+        }
+        true
+    }
+
+    /// The job that carries out a claimed move of `segment`.
+    pub fn job(&self, segment: u64, m: Move) -> Job {
+        let r = self.blocks_of(segment);
+        Job {
+            block: r.start,
+            blocks: (r.end - r.start) as u32,
+            kind: m as u8,
+        }
+    }
+
+    /// Plans a claimed move whose blocks' locks are now held. A move that
+    /// no longer applies (no free slot, the class changed) plans nothing.
+    /// Returns the blocks copied.
+    pub fn start(&mut self, job: Job, ctx: &mut Ctx<'_>) -> u64 {
+        let m = Move::of_kind(job.kind).expect("a tiering job names a move");
+        let (segment, _) = self.locate(job.block);
+        if m != Move::Promote {
+            self.unclean.remove(&segment);
+        }
+        let copied = match (m, self.class(segment)) {
+            (Move::Promote, Class::Capacity) | (Move::Mirror, Class::Capacity) => {
+                match self.free_slots.pop() {
+                    Some(slot) => {
+                        let class = if m == Move::Promote {
+                            Class::Performance
+                        } else {
+                            Class::Mirrored
+                        };
+                        self.set_placed(segment, class, slot);
+                        self.copy_up(segment, slot, m == Move::Mirror, ctx)
+                    }
+                    None => 0,
+                }
+            }
+            (Move::Demote, Class::Performance | Class::Mirrored) => self.copy_down(segment, ctx),
+            (Move::Mirror, Class::Performance) => {
+                let slot = self.slot_of(segment);
+                self.set_placed(segment, Class::Mirrored, slot);
+                self.copy_up(segment, slot, true, ctx) + self.clean_down(segment, ctx)
+            }
+            (Move::Unmirror, Class::Mirrored) => self.unmirror(segment, ctx),
+            (Move::Clean, Class::Mirrored) => {
+                let slot = self.slot_of(segment);
+                self.copy_up(segment, slot, true, ctx) + self.clean_down(segment, ctx)
+            }
+            _ => 0,
+        };
+        self.moved_blocks[m.direction().index()] += copied;
+        copied
+    }
+
+    /// Ends a move whose operations are all done: frees a demoted
+    /// segment's slot and lets the segment move again.
+    pub fn finish(&mut self, job: Job) {
+        let (segment, _) = self.locate(job.block);
+        let p = self
+            .placed
+            .get_mut(&segment)
+            .expect("a finished move's segment has a record");
+        assert!(
+            p.busy,
+            "segment {segment} finished a move it had not claimed"
+        );
+        p.busy = false;
+        if p.class == Class::Capacity {
+            if p.slot != u32::MAX {
+                self.free_slots.push(p.slot);
+            }
+            self.placed.remove(&segment);
+        }
+    }
+
+    fn slot_of(&self, segment: u64) -> u32 {
+        self.placed[&segment].slot
+    }
+
+    fn set_placed(&mut self, segment: u64, class: Class, slot: u32) {
+        let p = self
+            .placed
+            .get_mut(&segment)
+            .expect("a claimed segment has a record");
+        if (p.class == Class::Mirrored) != (class == Class::Mirrored) {
+            if class == Class::Mirrored {
+                self.mirrored += 1;
+            } else {
+                self.mirrored = self.mirrored.checked_sub(1).expect("mirrored count");
+            }
+        }
+        p.class = class;
+        p.slot = slot;
+    }
+
+    /// Copies every block the performance copy lacks up to it; `clean`
+    /// leaves both copies current (mirroring), else the performance copy
+    /// is the only one.
+    fn copy_up(&mut self, segment: u64, slot: u32, clean: bool, ctx: &mut Ctx<'_>) -> u64 {
+        let (p, h) = (self.perf, self.home);
+        let mut copied = 0;
+        for (i, block) in self.blocks_of(segment).enumerate() {
+            let loc = self.perf_loc(slot, i as u32);
+            let e = ctx.map.get(block);
+            if !e.valid_on(p) {
+                ctx.plan
+                    .copy(None, (h, block), (p, loc as u64), Purpose::Migrate, false);
+                copied += 1;
+            }
+            let e = ctx.map.entry_mut(block);
+            let newer_on_p = e.dirty_on(p) && e.valid_on(p);
+            e.present |= 1 << p | 1 << h;
+            e.stale &= !(1 << p);
+            e.set_loc(p, loc);
+            e.dirty = if clean || newer_on_p { e.dirty } else { 1 << p };
+        }
+        copied
+    }
+
+    /// Copies every block only the performance copy holds down, leaving
+    /// both copies current.
+    fn clean_down(&mut self, segment: u64, ctx: &mut Ctx<'_>) -> u64 {
+        let (p, h) = (self.perf, self.home);
+        let mut copied = 0;
+        for block in self.blocks_of(segment) {
+            let e = ctx.map.get(block);
+            if e.dirty_on(p) && e.valid_on(p) {
+                ctx.plan.copy(
+                    None,
+                    (p, e.loc(p) as u64),
+                    (h, block),
+                    Purpose::Migrate,
+                    false,
+                );
+                ctx.map.entry_mut(block).dirty = 0;
+                copied += 1;
+            }
+        }
+        copied
+    }
+
+    /// Moves the segment to the capacity class: blocks only the
+    /// performance copy holds are copied down; the slot is freed when the
+    /// job finishes.
+    fn copy_down(&mut self, segment: u64, ctx: &mut Ctx<'_>) -> u64 {
+        let (p, h) = (self.perf, self.home);
+        let mut copied = 0;
+        for block in self.blocks_of(segment) {
+            let e = ctx.map.get(block);
+            if e.dirty_on(p) && e.valid_on(p) {
+                ctx.plan.copy(
+                    None,
+                    (p, e.loc(p) as u64),
+                    (h, block),
+                    Purpose::Migrate,
+                    false,
+                );
+                copied += 1;
+            }
+            ctx.map.set(
+                block,
+                Entry {
+                    present: 1 << h,
+                    ..Entry::default()
+                },
+            );
+        }
+        let slot = self.slot_of(segment);
+        self.set_placed(segment, Class::Capacity, slot);
+        copied
+    }
+
+    /// MOST's reclamation of a mirrored segment: when every block's
+    /// performance copy is current, the capacity copy is dropped (no I/O);
+    /// otherwise the performance copy is (a demotion).
+    fn unmirror(&mut self, segment: u64, ctx: &mut Ctx<'_>) -> u64 {
+        let p = self.perf;
+        let all_valid = self.blocks_of(segment).all(|b| ctx.map.get(b).valid_on(p));
+        if !all_valid {
+            return self.copy_down(segment, ctx);
+        }
+        for block in self.blocks_of(segment) {
+            ctx.map.entry_mut(block).dirty = 1 << p;
+        }
+        let slot = self.slot_of(segment);
+        self.set_placed(segment, Class::Performance, slot);
+        0
+    }
+
+    /// Places `block` on the performance device without I/O (pre-warming):
+    /// its segment gets a slot if it has none. False when none is free.
+    pub fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
+        let (segment, subpage) = self.locate(block);
+        self.touch(segment);
+        if self.class(segment) == Class::Capacity && !self.allocate(segment) {
+            return false;
+        }
+        let slot = self.slot_of(segment);
+        let loc = self.perf_loc(slot, subpage);
+        let (p, h) = (self.perf, self.home);
+        let e = map.entry_mut(block);
+        e.present = 1 << p | 1 << h;
+        e.dirty = 1 << p;
+        e.set_loc(p, loc);
+        true
+    }
+
+    /// Rebuilds the classes and slots from a map saved before a restart.
+    /// Segments with a clean block on both devices are mirrored, other
+    /// placed ones are in the performance class. Every placed segment
+    /// counts as accessed.
+    pub fn restore(&mut self, map: &PlacementMap) -> Result<(), String> {
+        assert!(self.placed.is_empty(), "restore into fresh tiers");
+        let (p, h) = (self.perf, self.home);
+        let mut slots: BlockMap<(u32, bool)> = BlockMap::default();
+        for (block, e) in map.iter() {
+            if e.present & 1 << p == 0 {
+                if e.present != 1 << h {
+                    return Err(format!("block {block} has copies the tiers do not use"));
+                }
+                continue;
+            }
+            let (segment, subpage) = self.locate(block);
+            let slot = e.loc(p) / self.segment_blocks;
+            if e.loc(p) % self.segment_blocks != subpage || slot >= self.slots {
+                return Err(format!(
+                    "block {block} is at performance-device location {}, not in its segment's slot",
+                    e.loc(p)
+                ));
+            }
+            let clean = e.dirty == 0 && e.stale == 0;
+            let s = slots.entry(segment).or_insert((slot, false));
+            if s.0 != slot {
+                return Err(format!("segment {segment} has blocks in two slots"));
+            }
+            s.1 |= clean;
+        }
+        let mut used = vec![false; self.slots as usize];
+        for (&segment, &(slot, mirrored)) in &slots {
+            if std::mem::replace(&mut used[slot as usize], true) {
+                return Err(format!("two segments share performance-device slot {slot}"));
+            }
+            let class = if mirrored {
+                self.mirrored += 1;
+                Class::Mirrored
+            } else {
+                Class::Performance
+            };
+            self.placed.insert(
+                segment,
+                Placed {
+                    class,
+                    slot,
+                    busy: false,
+                },
+            );
+            self.touch(segment);
+        }
+        self.free_slots = (0..self.slots)
+            .rev()
+            .filter(|&s| !used[s as usize])
+            .collect();
+        for (block, e) in map.iter() {
+            let (segment, _) = self.locate(block);
+            if e.present & 1 << p != 0
+                && (e.dirty | e.stale) != 0
+                && self.class(segment) == Class::Mirrored
+            {
+                self.unclean.insert(segment);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the classes in step with `block`'s entry after operations of
+    /// its plan failed ([`crate::policy::Policy::repair`]), and returns the
+    /// entry to store. A demotion whose copy down failed leaves the block's
+    /// only current copy on the performance device, so its segment keeps
+    /// its slot and returns to the performance class.
+    pub fn repaired(&mut self, block: u64, target: Entry) -> Entry {
+        let p = self.perf;
+        if !target.valid_on(p) {
+            return target;
+        }
+        let (segment, subpage) = self.locate(block);
+        let placed = self
+            .placed
+            .get(&segment)
+            .copied()
+            .expect("a block with a performance copy has a placed segment");
+        assert_eq!(
+            target.loc(p),
+            self.perf_loc(placed.slot, subpage),
+            "block {block}'s performance copy is outside its segment's slot"
+        );
+        if placed.class == Class::Capacity {
+            self.set_placed(segment, Class::Performance, placed.slot);
+        }
+        target
+    }
+
+    /// Drops `block`'s performance copy (a trim): the block reads as the
+    /// capacity device holds it.
+    pub fn trim(&self, block: u64, map: &mut PlacementMap) {
+        map.set(
+            block,
+            Entry {
+                present: 1 << self.home,
+                ..Entry::default()
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{DeviceSpec, LockView};
+    use crate::types::Plan;
+
+    struct NoLocks;
+    impl LockView for NoLocks {
+        fn is_locked(&self, _: u64) -> bool {
+            false
+        }
+    }
+
+    fn volume() -> VolumeSpec {
+        let dev = |capacity_blocks, role| DeviceSpec {
+            name: "d".into(),
+            capacity_blocks,
+            role,
+        };
+        VolumeSpec {
+            num_blocks: 64,
+            block_size: 4096,
+            devices: vec![dev(16, DeviceRole::Tier), dev(64, DeviceRole::Home)],
+        }
+    }
+
+    /// Runs `f` with a context over `map`, returning the plan's operations
+    /// as (device, dir, addr).
+    fn with_ctx(
+        map: &mut PlacementMap,
+        f: impl FnOnce(&mut Ctx<'_>),
+    ) -> Vec<(DeviceIndex, Op, u64)> {
+        let (mut plan, mut jobs) = (Plan::default(), Vec::new());
+        let mut ctx = Ctx {
+            map,
+            locks: &NoLocks,
+            plan: &mut plan,
+            jobs: &mut jobs,
+            may_write: true,
+        };
+        f(&mut ctx);
+        plan.ios
+            .iter()
+            .map(|io| (io.device, io.dir, io.addr))
+            .collect()
+    }
+
+    fn run(
+        t: &mut Tiers,
+        map: &mut PlacementMap,
+        segment: u64,
+        m: Move,
+    ) -> Vec<(DeviceIndex, Op, u64)> {
+        assert!(t.claim(segment, m), "{m:?} of {segment} refused");
+        let job = t.job(segment, m);
+        let ios = with_ctx(map, |ctx| {
+            t.start(job, ctx);
+        });
+        t.finish(job);
+        ios
+    }
+
+    #[test]
+    fn moves_between_classes_copy_what_they_must() {
+        let mut t = Tiers::new("t", &volume(), 4).unwrap();
+        let mut map = PlacementMap::new(1);
+        assert_eq!((t.slots(), t.segments()), (4, 16));
+        // Promote segment 2 (blocks 8..12): every block copied up, into
+        // slot 0 (locations 0..4), the performance copy the only current.
+        let ios = run(&mut t, &mut map, 2, Move::Promote);
+        assert_eq!(ios.len(), 8);
+        assert_eq!(ios[0..2], [(1, Op::Read, 8), (0, Op::Write, 0)]);
+        assert_eq!(t.class(2), Class::Performance);
+        assert_eq!(t.read_choices(&map, 9), Some(0));
+        // Mirror it: every block copied back down; both copies current.
+        let ios = run(&mut t, &mut map, 2, Move::Mirror);
+        assert_eq!(ios.len(), 8);
+        assert!(ios
+            .iter()
+            .all(|&(d, dir, _)| (d, dir) == (0, Op::Read) || (d, dir) == (1, Op::Write)));
+        assert_eq!((t.class(2), t.mirrored()), (Class::Mirrored, 1));
+        assert_eq!(t.read_choices(&map, 9), None);
+        // A write to the capacity copy of block 9 invalidates its
+        // performance copy; one to block 10's performance copy
+        // invalidates the capacity copy.
+        with_ctx(&mut map, |ctx| {
+            assert_eq!(t.write(9, true, ctx), 1);
+            assert_eq!(t.write(10, false, ctx), 0);
+        });
+        assert_eq!(t.read_choices(&map, 9), Some(1));
+        assert_eq!(t.read_choices(&map, 10), Some(0));
+        assert_eq!(t.unclean().collect::<Vec<_>>(), vec![2]);
+        // Cleaning copies exactly those two subpages.
+        let ios = run(&mut t, &mut map, 2, Move::Clean);
+        assert_eq!(
+            ios,
+            vec![
+                (1, Op::Read, 9),
+                (0, Op::Write, 1),
+                (0, Op::Read, 2),
+                (1, Op::Write, 10)
+            ]
+        );
+        assert_eq!(t.unclean().count(), 0);
+        // Unmirror with every performance copy current: no I/O, the
+        // capacity copy is dropped.
+        assert!(run(&mut t, &mut map, 2, Move::Unmirror).is_empty());
+        assert_eq!((t.class(2), t.mirrored()), (Class::Performance, 0));
+        assert_eq!(t.read_choices(&map, 11), Some(0));
+        // Demote: every block copied down, the slot freed at the end.
+        let ios = run(&mut t, &mut map, 2, Move::Demote);
+        assert_eq!(ios.len(), 8);
+        assert_eq!((t.class(2), t.free_slots()), (Class::Capacity, 4));
+        assert!(map.is_empty(), "every block is back on its home only");
+    }
+
+    #[test]
+    fn a_restart_rebuilds_classes_and_slots() {
+        let mut t = Tiers::new("t", &volume(), 4).unwrap();
+        let mut map = PlacementMap::new(1);
+        run(&mut t, &mut map, 1, Move::Promote);
+        run(&mut t, &mut map, 3, Move::Mirror);
+        with_ctx(&mut map, |ctx| {
+            t.write(13, true, ctx);
+        });
+        let mut r = Tiers::new("t", &volume(), 4).unwrap();
+        r.restore(&map).unwrap();
+        assert_eq!(
+            (r.class(1), r.class(3)),
+            (Class::Performance, Class::Mirrored)
+        );
+        assert_eq!((r.free_slots(), r.mirrored()), (2, 1));
+        assert_eq!(r.unclean().collect::<Vec<_>>(), vec![3]);
+        // A block outside its segment's slot is refused.
+        map.entry_mut(5).set_loc(0, 10);
+        let err = Tiers::new("t", &volume(), 4)
+            .unwrap()
+            .restore(&map)
+            .unwrap_err();
+        assert!(err.contains("block 5"), "{err}");
+    }
+
+    #[test]
+    fn a_demotion_that_failed_keeps_its_slot() {
+        let mut t = Tiers::new("t", &volume(), 4).unwrap();
+        let mut map = PlacementMap::new(1);
+        run(&mut t, &mut map, 0, Move::Promote);
+        let before = map.get(1);
+        assert!(t.claim(0, Move::Demote));
+        let job = t.job(0, Move::Demote);
+        with_ctx(&mut map, |ctx| {
+            t.start(job, ctx);
+        });
+        // Block 1's copy down failed: its only current copy stays up.
+        let kept = t.repaired(1, before);
+        map.set(1, kept);
+        t.finish(job);
+        assert_eq!((t.class(0), t.free_slots()), (Class::Performance, 3));
+        assert_eq!(t.read_choices(&map, 1), Some(0));
+    }
+}

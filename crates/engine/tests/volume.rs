@@ -319,7 +319,10 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
             // The middle cache of the three devices read and wrote.
             assert!(out.fingerprint[2] > 0 && out.fingerprint[3] > 0, "{out:?}");
         }
-        if matches!(*policy, "hemem" | "most") {
+        if matches!(
+            *policy,
+            "hemem" | "most" | "batman" | "colloid" | "colloid+" | "colloid++"
+        ) {
             // Segments moved between the devices, crashes included.
             assert!(out.fingerprint[7] > 0, "{policy}: nothing moved: {out:?}");
             println!(

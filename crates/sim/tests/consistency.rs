@@ -83,7 +83,10 @@ fn config(
             .insert("stripe_blocks".into(), toml::Value::Integer(4));
         return c;
     }
-    if policy == "hemem" || policy == "most" {
+    if matches!(
+        policy,
+        "hemem" | "most" | "batman" | "colloid" | "colloid+" | "colloid++"
+    ) {
         // Small segments, fast quanta and low thresholds, so that
         // promotions, swaps, mirroring and cleaning happen in short runs.
         for (k, v) in tiering_params(policy) {
@@ -127,6 +130,12 @@ fn tiering_params(policy: &str) -> Vec<(&'static str, toml::Value)> {
         ("hot_threshold", toml::Value::Integer(2)),
         ("cooling_threshold", toml::Value::Integer(6)),
     ];
+    if policy == "batman" {
+        v.push(("perf_access_share", toml::Value::Float(0.5)));
+    }
+    if policy.starts_with("colloid") {
+        v.push(("latency_alpha", toml::Value::Float(1.0)));
+    }
     if policy == "most" {
         v.push(("mirror_step_mb", toml::Value::Float(0.05)));
         v.push(("ratio_step", toml::Value::Float(0.25)));

@@ -191,7 +191,10 @@ mod tests {
             if reg.name == "split" {
                 params.set("split_rate", ParamValue::Float(0.3));
             }
-            if matches!(reg.name, "hemem" | "most") {
+            if matches!(
+                reg.name,
+                "hemem" | "most" | "batman" | "colloid" | "colloid+" | "colloid++"
+            ) {
                 params.set("segment_blocks", ParamValue::Int(4));
             }
             let s = replay_policy(reg.name, &params, p.iter().copied(), 100)

@@ -8,15 +8,14 @@
 //! performance device, so the capacity device's bandwidth goes unused
 //! under load (MOST §2.2).
 
-use super::tiered::Tiered;
+use super::tiered::{tiered_policy_methods, Tiered};
 use super::Registered;
-use crate::map::{Entry, PlacementMap};
 use crate::observe::Observation;
 use crate::params::Params;
 use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
 use crate::tiering::migrator::Allowed;
 use crate::tiering::tiers::Class;
-use crate::types::{Access, Job, Op, Outcome};
+use crate::types::{Access, Op, Outcome};
 
 /// Registry entry.
 pub const REGISTERED: Registered = Registered {
@@ -61,26 +60,12 @@ pub(super) fn serve(t: &mut Tiered, access: Access, allocate: bool, ctx: &mut Ct
 }
 
 impl Policy for HeMem {
+    tiered_policy_methods!();
     fn name(&self) -> &str {
         "hemem"
     }
-    fn address_space(&self, device: usize) -> u64 {
-        self.t.address_space(device)
-    }
-    fn layout(&self) -> &str {
-        "tiers"
-    }
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
         serve(&mut self.t, access, true, ctx)
-    }
-    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
-        self.t.tiers.start(job, ctx);
-    }
-    fn finish_job(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
-        self.t.finish_job(job, ctx);
-    }
-    fn tick_interval_ns(&self) -> Option<u64> {
-        Some(self.t.quantum_ns)
     }
     fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
         self.t.now_ns = obs.now_ns;
@@ -90,17 +75,5 @@ impl Policy for HeMem {
     }
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         self.t.state()
-    }
-    fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
-        self.t.restore(map)
-    }
-    fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
-        self.t.tiers.trim(block, ctx.map);
-    }
-    fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
-        self.t.tiers.warm(block, map)
-    }
-    fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
-        self.t.repair(block, target, ctx);
     }
 }

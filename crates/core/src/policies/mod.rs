@@ -6,8 +6,10 @@
 use crate::params::{ParamError, Params};
 use crate::policy::{Policy, PolicyError, VolumeSpec};
 
+pub mod batman;
 pub mod cache;
 pub mod classic;
+pub mod colloid;
 pub mod fixed;
 pub mod hemem;
 pub mod lbica;
@@ -46,6 +48,10 @@ pub static REGISTRY: &[Registered] = &[
     stacked::REGISTERED,
     hemem::REGISTERED,
     most::REGISTERED,
+    batman::REGISTERED,
+    colloid::REGISTERED,
+    colloid::REGISTERED_PLUS,
+    colloid::REGISTERED_PLUS_PLUS,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

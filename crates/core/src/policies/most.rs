@@ -23,9 +23,8 @@
 //! the cleaning threshold is 8 reads per write.
 
 use super::hemem::serve;
-use super::tiered::Tiered;
+use super::tiered::{tiered_policy_methods, Tiered};
 use super::{param_err, Registered};
-use crate::map::{Entry, PlacementMap};
 use crate::observe::Observation;
 use crate::params::Params;
 use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
@@ -178,14 +177,9 @@ impl Most {
 }
 
 impl Policy for Most {
+    tiered_policy_methods!();
     fn name(&self) -> &str {
         "most"
-    }
-    fn address_space(&self, device: usize) -> u64 {
-        self.t.address_space(device)
-    }
-    fn layout(&self) -> &str {
-        "tiers"
     }
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
         let (segment, _) = self.t.tiers.locate(access.block);
@@ -202,15 +196,6 @@ impl Policy for Most {
         // Tiered data: served where it lives; new data is allocated on
         // the capacity device with probability offloadRatio.
         serve(&mut self.t, access, !offload, ctx)
-    }
-    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
-        self.t.tiers.start(job, ctx);
-    }
-    fn finish_job(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
-        self.t.finish_job(job, ctx);
-    }
-    fn tick_interval_ns(&self) -> Option<u64> {
-        Some(self.t.quantum_ns)
     }
     fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
         self.t.now_ns = obs.now_ns;
@@ -243,17 +228,5 @@ impl Policy for Most {
         v.push(("latency_cap_us", us(h)));
         v.extend(self.t.state());
         v
-    }
-    fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
-        self.t.restore(map)
-    }
-    fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
-        self.t.tiers.trim(block, ctx.map);
-    }
-    fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
-        self.t.tiers.warm(block, map)
-    }
-    fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
-        self.t.repair(block, target, ctx);
     }
 }

@@ -158,3 +158,44 @@ impl Tiered {
         ]
     }
 }
+
+/// The [`crate::policy::Policy`] methods every tiering policy implements
+/// alike over its `t: Tiered` field: address spaces, the "tiers" layout,
+/// moves as jobs, the quantum, restore, trim, warm-up and repair.
+macro_rules! tiered_policy_methods {
+    () => {
+        fn address_space(&self, device: usize) -> u64 {
+            self.t.address_space(device)
+        }
+        fn layout(&self) -> &str {
+            "tiers"
+        }
+        fn start_job(&mut self, job: $crate::types::Job, ctx: &mut $crate::policy::Ctx<'_>) {
+            self.t.tiers.start(job, ctx);
+        }
+        fn finish_job(&mut self, job: $crate::types::Job, ctx: &mut $crate::policy::TickCtx<'_>) {
+            self.t.finish_job(job, ctx);
+        }
+        fn tick_interval_ns(&self) -> Option<u64> {
+            Some(self.t.quantum_ns)
+        }
+        fn restore(&mut self, map: &mut $crate::map::PlacementMap) -> Result<(), String> {
+            self.t.restore(map)
+        }
+        fn trim(&mut self, block: u64, ctx: &mut $crate::policy::Ctx<'_>) {
+            self.t.tiers.trim(block, ctx.map);
+        }
+        fn warm(&mut self, block: u64, map: &mut $crate::map::PlacementMap) -> bool {
+            self.t.tiers.warm(block, map)
+        }
+        fn repair(
+            &mut self,
+            block: u64,
+            target: $crate::map::Entry,
+            ctx: &mut $crate::policy::TickCtx<'_>,
+        ) {
+            self.t.repair(block, target, ctx);
+        }
+    };
+}
+pub(crate) use tiered_policy_methods;

@@ -155,6 +155,80 @@ impl Migrator {
     }
 }
 
+impl Migrator {
+    /// Moves about `share` of all accesses off the performance device:
+    /// demotes its hottest idle segments until their share of the counted
+    /// accesses reaches `share` (Colloid and BATMAN move load this way).
+    /// Returns the share moved.
+    pub fn demote_share(
+        &mut self,
+        tiers: &mut Tiers,
+        heat: &HeatMap,
+        share: f64,
+        now_ns: u64,
+        jobs: &mut Vec<Job>,
+    ) -> f64 {
+        let total = total_heat(heat);
+        let mut moved = 0.0;
+        for (s, h) in hottest_of(tiers, heat, Class::Performance, usize::MAX) {
+            if moved >= share || h == 0 {
+                break;
+            }
+            if !self.queue(tiers, s, Move::Demote, now_ns, jobs) {
+                break;
+            }
+            moved += h as f64 / total;
+        }
+        moved
+    }
+
+    /// Moves about `share` of all accesses onto the performance device:
+    /// promotes the hottest idle capacity segments into free slots, or in
+    /// place of colder performance segments, until their share reaches
+    /// `share`. Returns the share moved.
+    pub fn promote_share(
+        &mut self,
+        tiers: &mut Tiers,
+        heat: &HeatMap,
+        share: f64,
+        now_ns: u64,
+        jobs: &mut Vec<Job>,
+    ) -> f64 {
+        self.budget.refill(now_ns);
+        let total = total_heat(heat);
+        let hot = heat.hottest(usize::MAX, |s| {
+            tiers.class(s) == Class::Capacity && !tiers.is_busy(s)
+        });
+        let mut cold = coldest_performance(tiers, heat, hot.len()).into_iter();
+        let mut moved = 0.0;
+        for (s, h) in hot {
+            if moved >= share || h.total() == 0 {
+                break;
+            }
+            let gain = if tiers.free_slots() > 0 {
+                if !self.queue(tiers, s, Move::Promote, now_ns, jobs) {
+                    break;
+                }
+                h.total()
+            } else {
+                let Some((c, ch)) = cold.next() else { break };
+                if ch >= h.total() || !self.queue(tiers, c, Move::Demote, now_ns, jobs) {
+                    break;
+                }
+                self.waiting.push_back(s);
+                h.total() - ch
+            };
+            moved += gain as f64 / total;
+        }
+        moved
+    }
+}
+
+/// Accesses counted over every segment (at least 1).
+fn total_heat(heat: &HeatMap) -> f64 {
+    (heat.iter().map(|(_, h)| h.total() as u64).sum::<u64>()).max(1) as f64
+}
+
 /// The `n` coldest idle performance-class segments with their total
 /// counts, coldest first (ties: lower segment first).
 pub fn coldest_performance(tiers: &Tiers, heat: &HeatMap, n: usize) -> Vec<(u64, u32)> {

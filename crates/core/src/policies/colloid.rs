@@ -1,0 +1,203 @@
+//! Colloid (Vuppalapati and Agarwal, SOSP '24) on HeMem, as the MOST paper
+//! runs it: every quantum (200 ms) it compares the devices' access
+//! latencies and migrates hot segments away from the slower one, so that
+//! the latencies meet. Three registry entries:
+//!
+//! - `colloid`: reads only (the original ignores writes); a device's
+//!   latency is its smoothed mean read latency, θ = 0.05, EWMA weight 1/16;
+//! - `colloid+`: the MOST paper's variant that counts writes too: latency
+//!   by Little's law over all operations (occupancy over arrival rate);
+//! - `colloid++`: `colloid+` with θ = 0.2 and EWMA weight 0.01, which the
+//!   MOST paper found more robust to device latency spikes.
+//!
+//! How much access probability to move per quantum (`shift`): `expr3`,
+//! the authors' default, `dp = |O_D − β O_A| / ((I_D + I_A)(β O_A / I_A +
+//! O_D / I_D))` with `β = I_D / I_A` (O occupancy, I arrival rate, D the
+//! performance device, A the capacity device); or `binary`, a step of
+//! `delta` = 0.05 halved on every change of direction down to `epsilon` =
+//! 0.01. The segments moved are the hottest of the loaded device by
+//! decayed access counts (HeMem's counters), swapped pairwise with colder
+//! ones when the performance device is full, under the migration cap.
+//! While the latencies are equal within θ nothing moves; before both
+//! devices are measured it promotes hot data as HeMem does.
+
+use super::hemem::serve;
+use super::tiered::{tiered_policy_methods, Tiered};
+use super::{param_err, Registered};
+use crate::observe::Observation;
+use crate::params::Params;
+use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
+use crate::tiering::latency::{DeviceLatency, LatencySignals, DEFAULT_ALPHA};
+use crate::tiering::migrator::Allowed;
+use crate::types::{Access, Outcome};
+
+/// Registry entry of the original (reads only).
+pub const REGISTERED: Registered = Registered {
+    name: "colloid",
+    summary: "tiering that migrates hot data to equalize the devices' read latencies (reads only)",
+    build: |p, v, s| build("colloid", p, v, s),
+};
+
+/// Registry entry of the variant that counts writes.
+pub const REGISTERED_PLUS: Registered = Registered {
+    name: "colloid+",
+    summary: "colloid counting writes: Little's-law latency over all operations",
+    build: |p, v, s| build("colloid+", p, v, s),
+};
+
+/// Registry entry of the variant with robust parameters.
+pub const REGISTERED_PLUS_PLUS: Registered = Registered {
+    name: "colloid++",
+    summary: "colloid+ with theta 0.2 and EWMA weight 0.01",
+    build: |p, v, s| build("colloid++", p, v, s),
+};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Shift {
+    Expr3,
+    Binary {
+        step: f64,
+        delta_min: f64,
+        last_up: Option<bool>,
+    },
+}
+
+fn build(
+    name: &'static str,
+    p: &Params,
+    vol: &VolumeSpec,
+    seed: u64,
+) -> Result<Box<dyn Policy>, PolicyError> {
+    let e = param_err(name);
+    let t = Tiered::build(name, p, vol, seed)?;
+    let robust = name == "colloid++";
+    let theta = p
+        .f64_in("theta", if robust { 0.2 } else { 0.05 }, 0.0, 0.99)
+        .map_err(&e)?;
+    let alpha = p
+        .f64_in(
+            "latency_alpha",
+            if robust { 0.01 } else { DEFAULT_ALPHA },
+            0.0001,
+            1.0,
+        )
+        .map_err(&e)?;
+    let shift = match p
+        .choice("shift", "expr3", &["expr3", "binary"])
+        .map_err(&e)?
+        .as_str()
+    {
+        "binary" => Shift::Binary {
+            step: p.f64_in("delta", 0.05, 0.0001, 1.0).map_err(&e)?,
+            delta_min: p.f64_in("epsilon", 0.01, 0.0001, 1.0).map_err(&e)?,
+            last_up: None,
+        },
+        _ => Shift::Expr3,
+    };
+    Ok(Box::new(Colloid {
+        name,
+        latency: LatencySignals::new(vol.devices.len(), alpha),
+        theta,
+        writes: name != "colloid",
+        shift,
+        t,
+    }))
+}
+
+/// The Colloid policies.
+pub struct Colloid {
+    name: &'static str,
+    t: Tiered,
+    latency: LatencySignals,
+    theta: f64,
+    /// Whether latency counts writes (Little's law over all operations).
+    writes: bool,
+    shift: Shift,
+}
+
+impl Colloid {
+    fn latency_ns(&self, d: &DeviceLatency) -> Option<f64> {
+        if self.writes {
+            d.little_ns()
+        } else {
+            d.read_ns.get()
+        }
+    }
+
+    /// The share of access probability to move this quantum, toward the
+    /// performance device when `up`.
+    fn shift_size(&mut self, perf: &DeviceLatency, cap: &DeviceLatency, up: bool) -> f64 {
+        match &mut self.shift {
+            Shift::Expr3 => expr3(perf, cap).unwrap_or(0.05),
+            Shift::Binary {
+                step,
+                delta_min,
+                last_up,
+            } => {
+                if last_up.is_some_and(|l| l != up) {
+                    *step = (*step / 2.0).max(*delta_min);
+                }
+                *last_up = Some(up);
+                *step
+            }
+        }
+    }
+}
+
+/// Colloid's `COLLOID_EXPR3` shift size, or `None` before both devices
+/// have arrivals.
+fn expr3(perf: &DeviceLatency, cap: &DeviceLatency) -> Option<f64> {
+    let (od, id) = (perf.occupancy.get()?, perf.arrivals_per_s.get()?);
+    let (oa, ia) = (cap.occupancy.get()?, cap.arrivals_per_s.get()?);
+    if id <= 0.0 || ia <= 0.0 {
+        return None;
+    }
+    let beta = id / ia;
+    let den = (id + ia) * (beta * oa / ia + od / id);
+    (den > 0.0).then(|| ((od - beta * oa).abs() / den).clamp(0.0, 1.0))
+}
+
+impl Policy for Colloid {
+    tiered_policy_methods!();
+
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
+        serve(&mut self.t, access, true, ctx)
+    }
+    fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
+        self.t.now_ns = obs.now_ns;
+        self.latency.observe(obs);
+        let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
+        let (perf, cap) = (*self.latency.device(p), *self.latency.device(h));
+        let now = obs.now_ns;
+        match (self.latency_ns(&perf), self.latency_ns(&cap)) {
+            (Some(lp), Some(lc)) if lp > (1.0 + self.theta) * lc => {
+                let dp = self.shift_size(&perf, &cap, false);
+                let t = &mut self.t;
+                t.migrator
+                    .demote_share(&mut t.tiers, &t.heat, dp, now, ctx.jobs);
+            }
+            (Some(lp), Some(lc)) if lp < (1.0 - self.theta) * lc => {
+                let dp = self.shift_size(&perf, &cap, true);
+                let t = &mut self.t;
+                t.migrator
+                    .promote_share(&mut t.tiers, &t.heat, dp, now, ctx.jobs);
+            }
+            (Some(_), Some(_)) => {} // balanced: no migration
+            _ => {
+                let t = &mut self.t;
+                t.migrator
+                    .tier(&mut t.tiers, &t.heat, Allowed::BOTH, now, ctx.jobs);
+            }
+        }
+    }
+    fn controller_state(&self) -> Vec<(&'static str, f64)> {
+        let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
+        let us = |d: usize| self.latency_ns(self.latency.device(d)).unwrap_or(0.0) / 1e3;
+        let mut v = vec![("latency_perf_us", us(p)), ("latency_cap_us", us(h))];
+        v.extend(self.t.state());
+        v
+    }
+}

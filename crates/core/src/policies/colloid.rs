@@ -18,8 +18,9 @@
 //! 0.01. The segments moved are the hottest of the loaded device by
 //! decayed access counts (HeMem's counters), swapped pairwise with colder
 //! ones when the performance device is full, under the migration cap.
-//! While the latencies are equal within θ nothing moves; before both
-//! devices are measured it promotes hot data as HeMem does.
+//! While the latencies are equal within θ nothing moves. A device not
+//! measured yet counts as idle (latency 0) once the other is measured;
+//! before either is, hot data is promoted as HeMem does.
 
 use super::hemem::serve;
 use super::tiered::{tiered_policy_methods, Tiered};
@@ -172,7 +173,14 @@ impl Policy for Colloid {
         let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
         let (perf, cap) = (*self.latency.device(p), *self.latency.device(h));
         let now = obs.now_ns;
-        match (self.latency_ns(&perf), self.latency_ns(&cap)) {
+        // A device not measured yet while the other is counts as idle
+        // (latency 0), as in MOST: load then moves toward it, which
+        // measures it.
+        let measured = match (self.latency_ns(&perf), self.latency_ns(&cap)) {
+            (None, None) => (None, None),
+            (lp, lc) => (Some(lp.unwrap_or(0.0)), Some(lc.unwrap_or(0.0))),
+        };
+        match measured {
             (Some(lp), Some(lc)) if lp > (1.0 + self.theta) * lc => {
                 let dp = self.shift_size(&perf, &cap, false);
                 let t = &mut self.t;

@@ -12,8 +12,11 @@
 //!   offload ratio until the devices' latencies meet and says what the
 //!   mirrored class and the migrator should do.
 //!
-//! Placement itself (segments, subpages, copies) is the map's
-//! ([`crate::segments`]); moving data is the dispatcher's jobs.
+//! - [`tiers`]: the segment classes (capacity, performance, mirrored),
+//!   their slots on the fast device, and the moves between classes as
+//!   jobs over a segment's blocks;
+//! - [`migrator`]: moves under the bandwidth cap, HeMem's quantum, and
+//!   moving a share of the accesses between the devices.
 
 pub mod budget;
 pub mod heat;
@@ -26,3 +29,4 @@ pub use budget::{Direction, MigrationBudget};
 pub use heat::{Heat, HeatMap};
 pub use latency::{DeviceLatency, LatencySignals};
 pub use offload::{Decision, Migration, MirrorChange, OffloadController};
+pub use tiers::{Class, Move, Tiers};

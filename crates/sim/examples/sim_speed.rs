@@ -1,7 +1,9 @@
 //! Simulator speed: simulated client requests per second of wall-clock time
 //! for classic caching over two queueing devices (Optane SSD + Flash SSD),
 //! 32 closed-loop workers, a 1,000,000-block working set (4 KiB blocks,
-//! 95 % hits with a 950,000-block cache), read-only and 30 % writes.
+//! 95 % hits with a 950,000-block cache), read-only and 30 % writes; and
+//! MOST on the same devices and workload (the 950,000 blocks its fast
+//! device), side by side.
 //!
 //! Run: `cargo run --release -p tiermux-sim --example sim_speed`
 
@@ -16,13 +18,15 @@ fn main() {
         "{:<28} {:>12} {:>10} {:>16} {:>8}",
         "case", "requests", "wall s", "requests/s", "vs 1M/s"
     );
-    for (label, write_ratio, mode) in [
-        ("classic lru wa, read-only", 0.0, "wa"),
-        ("classic lru wb, 30 % writes", 0.3, "wb"),
+    for (label, policy, write_ratio, mode) in [
+        ("classic lru wa, read-only", "classic", 0.0, "wa"),
+        ("classic lru wb, 30 % writes", "classic", 0.3, "wb"),
+        ("most, read-only", "most", 0.0, ""),
+        ("most, 30 % writes", "most", 0.3, ""),
     ] {
         let mut cfg = SimConfig {
             devices: vec!["optane-905p".into(), "flash-970pro".into()],
-            policy: "classic".into(),
+            policy: policy.into(),
             cache_blocks: 950_000,
             workload: WorkloadSpec {
                 working_set_blocks: Some(1_000_000),
@@ -37,8 +41,10 @@ fn main() {
             warmup_s: 0.5,
             ..SimConfig::default()
         };
-        cfg.params
-            .insert("write_mode".into(), toml::Value::String(mode.into()));
+        if !mode.is_empty() {
+            cfg.params
+                .insert("write_mode".into(), toml::Value::String(mode.into()));
+        }
         let start = Instant::now();
         let r = run(&cfg).expect("run");
         let wall = start.elapsed().as_secs_f64();

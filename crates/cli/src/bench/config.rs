@@ -72,6 +72,32 @@ pub struct BenchPolicy {
     /// Its parameters.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
+    /// How the working set is placed before the runs: one sequential pass
+    /// of reads (a cache admits what it reads) or of writes (tiering
+    /// allocates new data on the fast device).
+    #[serde(default)]
+    pub warm: WarmPass,
+}
+
+/// The sequential pass over the working set before a policy's runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WarmPass {
+    /// Read every block once.
+    #[default]
+    Read,
+    /// Write every block once.
+    Write,
+}
+
+impl WarmPass {
+    /// fio's `--rw` value for the pass.
+    pub fn fio_rw(self) -> &'static str {
+        match self {
+            WarmPass::Read => "read",
+            WarmPass::Write => "write",
+        }
+    }
 }
 
 /// A workload: uniform random requests over the working set.

@@ -213,8 +213,9 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// One policy on a fresh volume whose cache one sequential pass filled,
-    /// at every level: a ramp, then the measured run.
+    /// One policy on a fresh volume whose fast device one sequential pass
+    /// filled (reads or writes, as the policy's entry says), at every
+    /// level: a ramp, then the measured run.
     fn measure_policy(
         &mut self,
         w: &BenchWorkload,
@@ -236,7 +237,7 @@ impl<'a> Session<'a> {
             "--name=warm".into(),
             "--ioengine=nbd".into(),
             format!("--uri={}", server.uri),
-            "--rw=read".into(),
+            format!("--rw={}", p.warm.fio_rw()),
             "--bs=256k".into(),
             "--iodepth=8".into(),
             format!("--size={ws}"),

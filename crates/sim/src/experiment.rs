@@ -427,6 +427,9 @@ const RUN_COLUMNS: &[&str] = &[
     "dev0_admitted_bytes",
     "dev0_written_bytes",
     "dev1_written_bytes",
+    "dev0_migrated_bytes",
+    "dev1_migrated_bytes",
+    "convergence_s",
     "requests",
 ];
 
@@ -506,6 +509,9 @@ pub fn run_cells(keys: &[String], swept: &[toml::Value], r: &RunResult) -> Vec<S
     cols.push(dev(0).map_or(0, |d| d.admitted_bytes).to_string());
     cols.push(dev(0).map_or(0, |d| d.written_bytes).to_string());
     cols.push(dev(1).map_or(0, |d| d.written_bytes).to_string());
+    cols.push(dev(0).map_or(0, |d| d.migrated_bytes).to_string());
+    cols.push(dev(1).map_or(0, |d| d.migrated_bytes).to_string());
+    cols.push(num(r.convergence_s));
     cols.push(r.requests.to_string());
     cols
 }

@@ -18,6 +18,7 @@ use tiermux_core::{
 };
 
 use crate::config::{volume_spec, ClientMode, ConfigError, Resolved};
+pub mod converge;
 mod loadx;
 mod results;
 

@@ -7,6 +7,7 @@ use tiermux_core::Purpose;
 
 use super::{Ev, Simulator, Window};
 use crate::config::ClientMode;
+use crate::workload::Schedule;
 
 /// Steady-state figures of one device.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -89,9 +90,33 @@ pub struct RunResult {
     pub dropped_requests: u64,
     /// Simulated events processed.
     pub events: u64,
+    /// Seconds from the schedule's last load step until the throughput
+    /// settles ([`super::converge`]); NaN without a step or when the phase
+    /// is too short to tell.
+    pub convergence_s: f64,
 }
 
 impl Simulator {
+    /// The convergence time after the last step of a `steps` schedule.
+    fn convergence_after_last_step(&self) -> f64 {
+        let Schedule::Steps { times_s, .. } = &self.r.cfg.client.schedule else {
+            return f64::NAN;
+        };
+        let Some(&t_step_s) = times_s.last() else {
+            return f64::NAN;
+        };
+        let t_end_s = self.r.cfg.duration_s;
+        let interval_s = self.sample_ns as f64 / 1e9;
+        super::converge::convergence_s(
+            &self.samples,
+            interval_s,
+            t_step_s,
+            t_end_s,
+            super::converge::DEFAULT_TOLERANCE,
+        )
+        .unwrap_or(f64::NAN)
+    }
+
     pub(super) fn sample(&mut self) {
         let secs = self.sample_ns as f64 / 1e9;
         let a = std::mem::take(&mut self.sample_acc);
@@ -173,6 +198,7 @@ impl Simulator {
                 }
             })
             .collect();
+        let convergence_s = self.convergence_after_last_step();
         RunResult {
             policy: self.r.cfg.policy.clone(),
             throughput_ops_per_s: w.requests as f64 / secs,
@@ -198,6 +224,7 @@ impl Simulator {
             reads_checked: self.reads_checked,
             dropped_requests: self.dropped,
             events: self.events_processed,
+            convergence_s,
         }
     }
 }

@@ -331,8 +331,10 @@ fn flushed_writes_survive_power_cuts_and_no_block_returns_foreign_data() {
                 ops: 25_000 * scale,
             },
         );
+        // About half of the 25,000 requests read; those in flight at a
+        // power cut or crash are forgotten.
         assert!(
-            c.live_reads > 10_000 && c.blocks_checked > 10_000,
+            c.live_reads > 8_000 && c.blocks_checked > 10_000,
             "{policy}: {c:?}"
         );
         total.power_cuts += c.power_cuts;

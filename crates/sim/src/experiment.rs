@@ -511,7 +511,7 @@ pub fn run_cells(keys: &[String], swept: &[toml::Value], r: &RunResult) -> Vec<S
     cols.push(dev(1).map_or(0, |d| d.written_bytes).to_string());
     cols.push(dev(0).map_or(0, |d| d.migrated_bytes).to_string());
     cols.push(dev(1).map_or(0, |d| d.migrated_bytes).to_string());
-    cols.push(num(r.convergence_s));
+    cols.push(num(r.convergence_s.unwrap_or(f64::NAN)));
     cols.push(r.requests.to_string());
     cols
 }

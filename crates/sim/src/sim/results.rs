@@ -91,20 +91,18 @@ pub struct RunResult {
     /// Simulated events processed.
     pub events: u64,
     /// Seconds from the schedule's last load step until the throughput
-    /// settles ([`super::converge`]); NaN without a step or when the phase
-    /// is too short to tell.
-    pub convergence_s: f64,
+    /// settles ([`super::converge`]); `None` without a step or when the
+    /// phase is too short to tell.
+    pub convergence_s: Option<f64>,
 }
 
 impl Simulator {
     /// The convergence time after the last step of a `steps` schedule.
-    fn convergence_after_last_step(&self) -> f64 {
+    fn convergence_after_last_step(&self) -> Option<f64> {
         let Schedule::Steps { times_s, .. } = &self.r.cfg.client.schedule else {
-            return f64::NAN;
+            return None;
         };
-        let Some(&t_step_s) = times_s.last() else {
-            return f64::NAN;
-        };
+        let &t_step_s = times_s.last()?;
         let t_end_s = self.r.cfg.duration_s;
         let interval_s = self.sample_ns as f64 / 1e9;
         super::converge::convergence_s(
@@ -114,7 +112,6 @@ impl Simulator {
             t_end_s,
             super::converge::DEFAULT_TOLERANCE,
         )
-        .unwrap_or(f64::NAN)
     }
 
     pub(super) fn sample(&mut self) {

@@ -29,7 +29,7 @@ use crate::observe::Observation;
 use crate::params::Params;
 use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
 use crate::tiering::latency::LatencySignals;
-use crate::tiering::migrator::{coldest_of, hottest_of, Allowed};
+use crate::tiering::migrator::{ranked, Allowed};
 use crate::tiering::offload::{Decision, Migration, MirrorChange, OffloadController};
 use crate::tiering::tiers::{Class, Move};
 use crate::types::{Access, Op, Outcome};
@@ -116,15 +116,15 @@ impl Most {
             MirrorChange::Enlarge => {
                 let room = self.mirror_max_segments.saturating_sub(t.tiers.mirrored());
                 let n = room.min(self.mirror_step_segments) as usize;
-                for (s, _) in hottest_of(&t.tiers, &t.heat, Class::Performance, n) {
+                for (s, _) in ranked(&t.tiers, &t.heat, Class::Performance, n, true) {
                     if !t.migrator.queue(&mut t.tiers, s, Move::Mirror, now, jobs) {
                         break;
                     }
                 }
             }
             MirrorChange::ImproveHotness => {
-                let hot = hottest_of(&t.tiers, &t.heat, Class::Performance, 1);
-                let cold = coldest_of(&t.tiers, &t.heat, Class::Mirrored, 1);
+                let hot = ranked(&t.tiers, &t.heat, Class::Performance, 1, true);
+                let cold = ranked(&t.tiers, &t.heat, Class::Mirrored, 1, false);
                 if let (Some(&(h, hh)), Some(&(c, ch))) = (hot.first(), cold.first()) {
                     if hh > ch && t.migrator.queue(&mut t.tiers, c, Move::Unmirror, now, jobs) {
                         t.migrator.queue(&mut t.tiers, h, Move::Mirror, now, jobs);
@@ -144,7 +144,7 @@ impl Most {
             return;
         }
         let n = (self.reclaim_below_segments - free) as usize;
-        for (s, _) in coldest_of(&t.tiers, &t.heat, Class::Mirrored, n) {
+        for (s, _) in ranked(&t.tiers, &t.heat, Class::Mirrored, n, false) {
             t.migrator
                 .queue(&mut t.tiers, s, Move::Unmirror, t.now_ns, jobs);
         }

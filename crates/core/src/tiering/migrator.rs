@@ -73,19 +73,18 @@ impl Migrator {
         now_ns: u64,
         jobs: &mut Vec<Job>,
     ) -> bool {
-        if self.inflight >= self.max_inflight || tiers.is_busy(segment) {
+        if self.inflight >= self.max_inflight || !tiers.claim(segment, m) {
             return false;
         }
-        // Dropping a copy moves no data; it needs no bandwidth.
-        let free = m == Move::Unmirror && tiers.class(segment) == Class::Mirrored;
+        // Dropping the capacity copy of a mirrored segment whose fast copy
+        // is all current moves no data; it needs no bandwidth.
+        let free = m == Move::Unmirror && !tiers.is_unclean(segment);
         if !free
             && !self
                 .budget
                 .try_start(now_ns, self.segment_bytes, m.direction())
         {
-            return false;
-        }
-        if !tiers.claim(segment, m) {
+            tiers.release(segment);
             return false;
         }
         self.inflight += 1;
@@ -133,25 +132,46 @@ impl Migrator {
         if hot.is_empty() {
             return;
         }
-        let mut cold = coldest_performance(tiers, heat, hot.len()).into_iter();
+        let mut cold = ranked(tiers, heat, Class::Performance, hot.len(), false).into_iter();
         for (s, h) in hot {
-            if tiers.free_slots() > 0 {
-                if !self.queue(tiers, s, Move::Promote, now_ns, jobs) {
-                    break;
-                }
-                continue;
-            }
-            if !allowed.down {
+            let swap_with = |c| allowed.down && !heat.is_hot(c);
+            if self
+                .promote_or_swap(tiers, (s, h.total()), &mut cold, swap_with, now_ns, jobs)
+                .is_none()
+            {
                 break;
-            }
-            let Some((c, ch)) = cold.next() else { break };
-            if ch >= h.total() || heat.is_hot(c) {
-                break;
-            }
-            if self.queue(tiers, c, Move::Demote, now_ns, jobs) {
-                self.waiting.push_back(s);
             }
         }
+    }
+
+    /// Promotes capacity segment `s` (with `counts` accesses) into a free
+    /// slot; with none free, demotes the next of `cold` (coldest first)
+    /// when it is colder and `swap_with` accepts it, and promotes `s` once
+    /// that demotion has finished. Returns the accesses the fast device
+    /// gains, or `None` when nothing could start (the caller stops).
+    fn promote_or_swap(
+        &mut self,
+        tiers: &mut Tiers,
+        (s, counts): (u64, u32),
+        cold: &mut impl Iterator<Item = (u64, u32)>,
+        swap_with: impl Fn(u64) -> bool,
+        now_ns: u64,
+        jobs: &mut Vec<Job>,
+    ) -> Option<u32> {
+        if tiers.free_slots() > 0 {
+            return self
+                .queue(tiers, s, Move::Promote, now_ns, jobs)
+                .then_some(counts);
+        }
+        let (c, cold_counts) = cold.next()?;
+        if cold_counts >= counts
+            || !swap_with(c)
+            || !self.queue(tiers, c, Move::Demote, now_ns, jobs)
+        {
+            return None;
+        }
+        self.waiting.push_back(s);
+        Some(counts - cold_counts)
     }
 }
 
@@ -170,7 +190,7 @@ impl Migrator {
     ) -> f64 {
         let total = total_heat(heat);
         let mut moved = 0.0;
-        for (s, h) in hottest_of(tiers, heat, Class::Performance, usize::MAX) {
+        for (s, h) in ranked(tiers, heat, Class::Performance, usize::MAX, true) {
             if moved >= share || h == 0 {
                 break;
             }
@@ -199,26 +219,17 @@ impl Migrator {
         let hot = heat.hottest(usize::MAX, |s| {
             tiers.class(s) == Class::Capacity && !tiers.is_busy(s)
         });
-        let mut cold = coldest_performance(tiers, heat, hot.len()).into_iter();
+        let mut cold = ranked(tiers, heat, Class::Performance, hot.len(), false).into_iter();
         let mut moved = 0.0;
         for (s, h) in hot {
             if moved >= share || h.total() == 0 {
                 break;
             }
-            let gain = if tiers.free_slots() > 0 {
-                if !self.queue(tiers, s, Move::Promote, now_ns, jobs) {
-                    break;
-                }
-                h.total()
-            } else {
-                let Some((c, ch)) = cold.next() else { break };
-                if ch >= h.total() || !self.queue(tiers, c, Move::Demote, now_ns, jobs) {
-                    break;
-                }
-                self.waiting.push_back(s);
-                h.total() - ch
-            };
-            moved += gain as f64 / total;
+            let swap_with = |_| true;
+            match self.promote_or_swap(tiers, (s, h.total()), &mut cold, swap_with, now_ns, jobs) {
+                Some(gain) => moved += gain as f64 / total,
+                None => break,
+            }
         }
         moved
     }
@@ -229,34 +240,29 @@ fn total_heat(heat: &HeatMap) -> f64 {
     (heat.iter().map(|(_, h)| h.total() as u64).sum::<u64>()).max(1) as f64
 }
 
-/// The `n` coldest idle performance-class segments with their total
-/// counts, coldest first (ties: lower segment first).
-pub fn coldest_performance(tiers: &Tiers, heat: &HeatMap, n: usize) -> Vec<(u64, u32)> {
-    coldest_of(tiers, heat, Class::Performance, n)
-}
-
-/// The `n` coldest idle segments of `class` (not the capacity class),
-/// coldest first.
-pub fn coldest_of(tiers: &Tiers, heat: &HeatMap, class: Class, n: usize) -> Vec<(u64, u32)> {
+/// The `n` idle segments of `class` (not the capacity class) with their
+/// total access counts, hottest first when `hottest`, else coldest first
+/// (ties: lower segment first, so runs are deterministic).
+pub fn ranked(
+    tiers: &Tiers,
+    heat: &HeatMap,
+    class: Class,
+    n: usize,
+    hottest: bool,
+) -> Vec<(u64, u32)> {
     let mut v: Vec<(u64, u32)> = tiers
         .placed()
         .filter(|&(s, c)| c == class && !tiers.is_busy(s))
         .map(|(s, _)| (s, heat.heat(s).total()))
         .collect();
-    v.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
-    v.truncate(n);
-    v
-}
-
-/// The `n` hottest idle segments of `class` (not the capacity class),
-/// hottest first.
-pub fn hottest_of(tiers: &Tiers, heat: &HeatMap, class: Class, n: usize) -> Vec<(u64, u32)> {
-    let mut v: Vec<(u64, u32)> = tiers
-        .placed()
-        .filter(|&(s, c)| c == class && !tiers.is_busy(s))
-        .map(|(s, _)| (s, heat.heat(s).total()))
-        .collect();
-    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.sort_unstable_by(|a, b| {
+        let by_counts = if hottest {
+            b.1.cmp(&a.1)
+        } else {
+            a.1.cmp(&b.1)
+        };
+        by_counts.then(a.0.cmp(&b.0))
+    });
     v.truncate(n);
     v
 }

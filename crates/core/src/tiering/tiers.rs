@@ -327,6 +327,11 @@ impl Tiers {
         d
     }
 
+    /// True when mirrored `segment` has an invalid subpage on either copy.
+    pub fn is_unclean(&self, segment: u64) -> bool {
+        self.unclean.contains(&segment)
+    }
+
     /// Mirrored segments with an invalid subpage on either copy, in order.
     pub fn unclean(&self) -> impl Iterator<Item = u64> + '_ {
         self.unclean.iter().copied()
@@ -386,31 +391,39 @@ impl Tiers {
     }
 
     /// Claims `segment` for a move: false when another move of it is
-    /// queued or running, or the move does not apply to its class.
+    /// queued or running, the move does not apply to its class, or (a
+    /// promotion) no slot is free. A promotion reserves its slot here, so
+    /// that moves queued together never count one free slot twice.
     pub fn claim(&mut self, segment: u64, m: Move) -> bool {
         let class = self.class(segment);
         let fits = match m {
             Move::Promote => class == Class::Capacity,
             Move::Demote => class != Class::Capacity,
-            Move::Mirror => true,
+            Move::Mirror => class == Class::Performance,
             Move::Unmirror | Move::Clean => class == Class::Mirrored,
         };
         if !fits || self.is_busy(segment) || segment >= self.segments() {
             return false;
         }
-        if let Some(p) = self.placed.get_mut(&segment) {
-            p.busy = true;
-        } else {
-            // A capacity segment has no record; hold it with a busy one
-            // until the move starts.
+        if m == Move::Promote {
+            let Some(slot) = self.free_slots.pop() else {
+                return false;
+            };
+            // A capacity segment has no record; hold the slot in a busy
+            // one until the move starts.
             self.placed.insert(
                 segment,
                 Placed {
                     class: Class::Capacity,
-                    slot: u32::MAX,
+                    slot,
                     busy: true,
                 },
             );
+        } else {
+            self.placed
+                .get_mut(&segment)
+                .expect("a placed segment has a record")
+                .busy = true;
         }
         true
     }
@@ -425,9 +438,8 @@ impl Tiers {
         }
     }
 
-    /// Plans a claimed move whose blocks' locks are now held. A move that
-    /// no longer applies (no free slot, the class changed) plans nothing.
-    /// Returns the blocks copied.
+    /// Plans a claimed move whose blocks' locks are now held. Returns the
+    /// blocks copied.
     pub fn start(&mut self, job: Job, ctx: &mut Ctx<'_>) -> u64 {
         let m = Move::of_kind(job.kind).expect("a tiering job names a move");
         let (segment, _) = self.locate(job.block);
@@ -435,19 +447,10 @@ impl Tiers {
             self.unclean.remove(&segment);
         }
         let copied = match (m, self.class(segment)) {
-            (Move::Promote, Class::Capacity) | (Move::Mirror, Class::Capacity) => {
-                match self.free_slots.pop() {
-                    Some(slot) => {
-                        let class = if m == Move::Promote {
-                            Class::Performance
-                        } else {
-                            Class::Mirrored
-                        };
-                        self.set_placed(segment, class, slot);
-                        self.copy_up(segment, slot, m == Move::Mirror, ctx)
-                    }
-                    None => 0,
-                }
+            (Move::Promote, Class::Capacity) => {
+                let slot = self.slot_of(segment);
+                self.set_placed(segment, Class::Performance, slot);
+                self.copy_up(segment, slot, false, ctx)
             }
             (Move::Demote, Class::Performance | Class::Mirrored) => self.copy_down(segment, ctx),
             (Move::Mirror, Class::Performance) => {
@@ -470,19 +473,20 @@ impl Tiers {
     /// segment's slot and lets the segment move again.
     pub fn finish(&mut self, job: Job) {
         let (segment, _) = self.locate(job.block);
+        self.release(segment);
+    }
+
+    /// Gives up the claim on `segment` (a move finished, or was never
+    /// queued): a segment left in the capacity class frees its slot.
+    pub fn release(&mut self, segment: u64) {
         let p = self
             .placed
             .get_mut(&segment)
-            .expect("a finished move's segment has a record");
-        assert!(
-            p.busy,
-            "segment {segment} finished a move it had not claimed"
-        );
+            .expect("a claimed segment has a record");
+        assert!(p.busy, "segment {segment} released but not claimed");
         p.busy = false;
         if p.class == Class::Capacity {
-            if p.slot != u32::MAX {
-                self.free_slots.push(p.slot);
-            }
+            self.free_slots.push(p.slot);
             self.placed.remove(&segment);
         }
     }
@@ -534,18 +538,9 @@ impl Tiers {
     /// Copies every block only the performance copy holds down, leaving
     /// both copies current.
     fn clean_down(&mut self, segment: u64, ctx: &mut Ctx<'_>) -> u64 {
-        let (p, h) = (self.perf, self.home);
         let mut copied = 0;
         for block in self.blocks_of(segment) {
-            let e = ctx.map.get(block);
-            if e.dirty_on(p) && e.valid_on(p) {
-                ctx.plan.copy(
-                    None,
-                    (p, e.loc(p) as u64),
-                    (h, block),
-                    Purpose::Migrate,
-                    false,
-                );
+            if self.copy_down_if_only_up(block, ctx) {
                 ctx.map.entry_mut(block).dirty = 0;
                 copied += 1;
             }
@@ -553,24 +548,32 @@ impl Tiers {
         copied
     }
 
+    /// Plans a copy of `block` down to the capacity device when only its
+    /// performance copy is current; true when it did.
+    fn copy_down_if_only_up(&self, block: u64, ctx: &mut Ctx<'_>) -> bool {
+        let (p, h) = (self.perf, self.home);
+        let e = ctx.map.get(block);
+        let only_up = e.dirty_on(p) && e.valid_on(p);
+        if only_up {
+            ctx.plan.copy(
+                None,
+                (p, e.loc(p) as u64),
+                (h, block),
+                Purpose::Migrate,
+                false,
+            );
+        }
+        only_up
+    }
+
     /// Moves the segment to the capacity class: blocks only the
     /// performance copy holds are copied down; the slot is freed when the
     /// job finishes.
     fn copy_down(&mut self, segment: u64, ctx: &mut Ctx<'_>) -> u64 {
-        let (p, h) = (self.perf, self.home);
+        let h = self.home;
         let mut copied = 0;
         for block in self.blocks_of(segment) {
-            let e = ctx.map.get(block);
-            if e.dirty_on(p) && e.valid_on(p) {
-                ctx.plan.copy(
-                    None,
-                    (p, e.loc(p) as u64),
-                    (h, block),
-                    Purpose::Migrate,
-                    false,
-                );
-                copied += 1;
-            }
+            copied += u64::from(self.copy_down_if_only_up(block, ctx));
             ctx.map.set(
                 block,
                 Entry {
@@ -847,6 +850,7 @@ mod tests {
         let mut t = Tiers::new("t", &volume(), 4).unwrap();
         let mut map = PlacementMap::new(1);
         run(&mut t, &mut map, 1, Move::Promote);
+        run(&mut t, &mut map, 3, Move::Promote);
         run(&mut t, &mut map, 3, Move::Mirror);
         with_ctx(&mut map, |ctx| {
             t.write(13, true, ctx);
@@ -866,6 +870,19 @@ mod tests {
             .restore(&map)
             .unwrap_err();
         assert!(err.contains("block 5"), "{err}");
+    }
+
+    #[test]
+    fn promotions_reserve_their_slots_when_claimed() {
+        let mut t = Tiers::new("t", &volume(), 4).unwrap();
+        for s in 0..4 {
+            assert!(t.claim(s, Move::Promote), "slot for {s}");
+        }
+        assert!(!t.claim(4, Move::Promote), "a fifth promotion had a slot");
+        // Giving up a claim returns its slot.
+        t.release(2);
+        assert_eq!((t.free_slots(), t.class(2)), (1, Class::Capacity));
+        assert!(t.claim(4, Move::Promote));
     }
 
     #[test]

@@ -14,6 +14,7 @@ macro_rules! outln {
 mod bench;
 mod profiles;
 mod serve;
+mod trace_cmd;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,7 +22,6 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use tiermux_core::replacement::ReplacementKind;
 use tiermux_core::Op;
 use tiermux_device::calibrate::closed_loop_throughput;
 use tiermux_device::profile::builtin_profiles;
@@ -62,10 +62,12 @@ enum Cmd {
         #[arg(long)]
         threads: Option<usize>,
     },
-    /// Hit ratios of a block trace (ARC trace format), no timing model.
+    /// Hit ratios of a block trace at several cache sizes, no timing model.
     Replay {
         /// The trace (plain or zstd-compressed).
         trace: PathBuf,
+        #[command(flatten)]
+        read: trace_cmd::ReadOpts,
         /// `lru` or `arc` (pure replacement, the fast path), or any policy
         /// of `tiermux policies`, run through the dispatcher over a cache
         /// device and a home device.
@@ -86,6 +88,11 @@ enum Cmd {
         /// sampling), for a faster, approximate curve.
         #[arg(long, requires = "mrc")]
         sample_rate: Option<f64>,
+    },
+    /// Block traces: statistics and conversion between formats.
+    Trace {
+        #[command(subcommand)]
+        cmd: trace_cmd::TraceCmd,
     },
     /// Serve a volume (TOML config) over NBD until SIGINT or SIGTERM.
     Serve {
@@ -161,6 +168,7 @@ fn main() {
         Cmd::Sim { file, out, threads } => sim(&file, out, threads),
         Cmd::Replay {
             trace,
+            read,
             policy,
             params,
             cache_pages,
@@ -168,11 +176,12 @@ fn main() {
             sample_rate,
         } => {
             if mrc {
-                mrc_cmd(&trace, &policy, &params, &cache_pages, sample_rate)
+                trace_cmd::mrc_cmd(&trace, &read, &policy, &params, &cache_pages, sample_rate)
             } else {
-                replay_cmd(&trace, &policy, &params, &cache_pages)
+                trace_cmd::replay_cmd(&trace, &read, &policy, &params, &cache_pages)
             }
         }
+        Cmd::Trace { cmd } => trace_cmd::run(cmd),
         Cmd::Serve {
             config,
             socket,
@@ -492,137 +501,9 @@ fn demo_rows(
     ]
 }
 
-fn replay_cmd(trace: &Path, policy: &str, params: &[String], sizes: &[usize]) -> Result<()> {
-    if sizes.contains(&0) {
-        bail!("--cache-pages: sizes must be at least 1");
-    }
-    let fast: Option<ReplacementKind> = policy.parse().ok();
-    let params = parse_params(params)?;
-    if fast.is_some() && params.iter().next().is_some() {
-        bail!("--param: pure replacement ({policy}) takes no parameters; use --policy classic --param replacement={policy} to combine them");
-    }
-    if fast.is_none() {
-        // Check the policy and its parameters before reading the trace.
-        tiermux_trace::replay::replay_policy(policy, &params, std::iter::empty(), 1)?;
-    }
-    let t0 = Instant::now();
-    let t = tiermux_trace::read_trace(trace)?;
-    let load_s = t0.elapsed().as_secs_f64();
-    outln!(
-        "{}: {} requests, {} page references, policy {policy}",
-        trace.display(),
-        t.requests,
-        t.page_count
-    );
-    outln!(
-        "{:>12} {:>10} {:>16} {:>16} {:>14}",
-        "cache pages",
-        "hit %",
-        "hits on cache %",
-        "hits on home %",
-        "refs/s"
-    );
-    for &n in sizes {
-        let s = Instant::now();
-        let (hit, on_cache, on_home) = match fast {
-            Some(kind) => {
-                let h = tiermux_trace::replay::hit_ratio(t.pages(), kind, n);
-                (h, h, 0.0)
-            }
-            None => {
-                let r = tiermux_trace::replay::replay_policy(policy, &params, t.pages(), n as u64)?;
-                let share = |d: usize| r.hits_by_device[d] as f64 / r.accesses.max(1) as f64;
-                (r.hit_ratio(), share(0), share(1))
-            }
-        };
-        let secs = s.elapsed().as_secs_f64();
-        outln!(
-            "{:>12} {:>10.2} {:>16.2} {:>16.2} {:>14.0}",
-            n,
-            hit * 100.0,
-            on_cache * 100.0,
-            on_home * 100.0,
-            t.page_count as f64 / secs
-        );
-    }
-    outln!("(trace read in {load_s:.2} s)");
-    Ok(())
-}
-
-/// `tiermux replay --mrc`: LRU's hit ratio at many cache sizes in one pass.
-fn mrc_cmd(
-    trace: &Path,
-    policy: &str,
-    params: &[String],
-    sizes: &[usize],
-    sample_rate: Option<f64>,
-) -> Result<()> {
-    if policy != "lru" || !params.is_empty() {
-        bail!("--mrc computes LRU's curve: use --policy lru and no --param");
-    }
-    if sizes.contains(&0) {
-        bail!("--cache-pages: sizes must be at least 1");
-    }
-    if let Some(r) = sample_rate {
-        if !(r > 0.0 && r <= 1.0) {
-            bail!("--sample-rate must be in (0, 1], got {r}");
-        }
-    }
-    let t = tiermux_trace::read_trace(trace)?;
-    if let Some(rate) = sample_rate {
-        return sampled_mrc(&t, trace, sizes, rate);
-    }
-    let start = Instant::now();
-    let m = tiermux_trace::MissRatioCurve::of(t.pages(), t.page_count as usize);
-    let secs = start.elapsed().as_secs_f64();
-    outln!(
-        "{}: {} page references, {} distinct pages; LRU's curve in one pass ({:.2} s, {:.0} refs/s)",
-        trace.display(),
-        m.references(),
-        m.distinct_pages(),
-        secs,
-        m.references() as f64 / secs.max(1e-9)
-    );
-    outln!("{:>12} {:>10}", "cache pages", "hit %");
-    let points: Vec<(usize, f64)> = if sizes.is_empty() {
-        m.curve(20)
-    } else {
-        sizes.iter().map(|&n| (n, m.hit_ratio(n))).collect()
-    };
-    for (n, h) in points {
-        outln!("{n:>12} {:>10.2}", h * 100.0);
-    }
-    Ok(())
-}
-
-/// `tiermux replay --mrc --sample-rate R`: LRU's curve estimated from a
-/// spatial sample of the pages.
-fn sampled_mrc(t: &tiermux_trace::Trace, trace: &Path, sizes: &[usize], rate: f64) -> Result<()> {
-    let start = Instant::now();
-    let m = tiermux_trace::SampledCurve::of(t.pages(), rate);
-    let secs = start.elapsed().as_secs_f64();
-    outln!(
-        "{}: {} page references, {} sampled at rate {rate}; LRU's curve estimated in {:.2} s",
-        trace.display(),
-        t.page_count,
-        m.sampled_references(),
-        secs
-    );
-    outln!("{:>12} {:>10}", "cache pages", "hit %");
-    let sizes: Vec<usize> = if sizes.is_empty() {
-        (1..=20).map(|i| i * 10_000).collect()
-    } else {
-        sizes.to_vec()
-    };
-    for n in sizes {
-        outln!("{n:>12} {:>10.2}", m.hit_ratio(n) * 100.0);
-    }
-    Ok(())
-}
-
 /// Parses KEY=VALUE policy parameters: integers, reals and true/false
 /// become numbers and booleans, anything else a string.
-fn parse_params(items: &[String]) -> Result<tiermux_core::Params> {
+pub(crate) fn parse_params(items: &[String]) -> Result<tiermux_core::Params> {
     let mut p = tiermux_core::Params::new();
     for item in items {
         let Some((key, value)) = item.split_once('=') else {

@@ -24,6 +24,7 @@ pub mod safe;
 pub mod segments;
 pub mod tiering;
 pub mod types;
+pub mod zipf;
 
 pub use dispatch::{Acked, Dispatcher, Ready, NO_TAG};
 pub use hist::Histogram;

@@ -1,16 +1,22 @@
 //! tiermux block traces.
 //!
-//! Trace formats ([`arc`]) and a zero-time driver ([`replay`]) that runs
-//! any registered policy of `tiermux-core` on a trace through the same
-//! dispatcher the simulator and the engine use, and counts where each
-//! access was served. Pure replacement (LRU, ARC) has a fast path that
-//! needs no dispatcher. [`mrc`] computes the exact LRU hit ratio at every
-//! cache size in one pass.
+//! Trace formats ([`formats`], read through [`source`] into
+//! [`request::Request`]s), trace statistics ([`info`]), and a zero-time
+//! driver ([`replay`]) that runs any registered policy of `tiermux-core`
+//! on a trace through the same dispatcher the simulator and the engine
+//! use, and counts where each access was served. Pure replacement (LRU,
+//! ARC) has a fast path that needs no dispatcher. [`mrc`] computes the
+//! exact LRU hit ratio at every cache size in one pass.
 #![warn(missing_docs)]
 
-pub mod arc;
+pub mod formats;
+pub mod info;
 pub mod mrc;
 pub mod replay;
+pub mod request;
+pub mod source;
+pub mod synth;
 
-pub use arc::{read_trace, Trace};
+pub use formats::{read, Format};
 pub use mrc::{MissRatioCurve, SampledCurve};
+pub use request::{BlockTrace, Request};

@@ -1,0 +1,290 @@
+//! `tiermux replay` and `tiermux trace`: block traces in any supported
+//! format, their statistics, conversion between formats, and hit ratios
+//! by cache size.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use clap::Subcommand;
+use tiermux_core::replacement::ReplacementKind;
+use tiermux_trace::info::TraceInfo;
+use tiermux_trace::synth::SynthSpec;
+use tiermux_trace::{formats, BlockTrace, Format};
+
+/// `tiermux trace` subcommands.
+#[derive(Subcommand)]
+pub enum TraceCmd {
+    /// Requests, pages, distinct pages, the read/write split, request
+    /// sizes, sequentiality and footprint of a trace.
+    Info {
+        /// The trace (plain or zstd-compressed).
+        trace: PathBuf,
+        #[command(flatten)]
+        read: ReadOpts,
+    },
+    /// Translate a trace between formats (zstd-compressed when OUTPUT ends
+    /// in .zst). Prints what the output format cannot keep.
+    Convert {
+        /// The trace to read.
+        input: PathBuf,
+        /// The trace to write.
+        output: PathBuf,
+        #[command(flatten)]
+        read: ReadOpts,
+        /// The output format (default: from OUTPUT's name).
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// Write a synthetic MSR-like trace from a preset (rsrch_0, wdev_0,
+    /// stg_0, ts_0) and parameter overrides.
+    Generate {
+        /// The trace to write (format from its name, else MSR CSV).
+        output: PathBuf,
+        /// The preset.
+        #[arg(long, default_value = "rsrch_0")]
+        preset: String,
+        /// A parameter override, KEY=VALUE (repeatable), e.g. requests=100000.
+        #[arg(long = "set")]
+        sets: Vec<String>,
+        /// The output format (default: from OUTPUT's name, else msr).
+        #[arg(long)]
+        to: Option<String>,
+    },
+}
+
+/// How to read a trace.
+#[derive(clap::Args)]
+pub struct ReadOpts {
+    /// The trace format (default: from the file name): arc, msr, alibaba,
+    /// tencent, blkparse[:ACTION], oracle-general[:ID_UNIT],
+    /// oracle-general-opns[:ID_UNIT], vscsi, csv:SPEC (libCacheSim's
+    /// column spec, e.g. 'csv:time-col=1,obj-id-col=2,obj-size-col=3,op-col=4').
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Page size in bytes that requests are split into (default 4096;
+    /// 512 for the ARC format, its block).
+    #[arg(long)]
+    pub page_size: Option<u64>,
+}
+
+impl ReadOpts {
+    /// Reads `path`, returning the trace, its format and the page size.
+    pub fn read(&self, path: &Path) -> Result<(BlockTrace, Format, u64)> {
+        let format = Format::resolve(self.format.as_deref(), path)?;
+        let page_bytes = match self.page_size {
+            Some(0) => bail!("--page-size must be at least 1 byte"),
+            Some(b) => b,
+            None if format == Format::Arc => 512,
+            None => 4096,
+        };
+        let trace = formats::read(path, &format)?;
+        Ok((trace, format, page_bytes))
+    }
+}
+
+/// Runs a `tiermux trace` subcommand.
+pub fn run(cmd: TraceCmd) -> Result<()> {
+    match cmd {
+        TraceCmd::Info { trace, read } => {
+            let (t, format, page_bytes) = read.read(&trace)?;
+            outln!("{} ({format:?})", trace.display());
+            outln!("{}", TraceInfo::of(&t, page_bytes).report().trim_end());
+        }
+        TraceCmd::Convert {
+            input,
+            output,
+            read,
+            to,
+        } => {
+            let (t, _, page_bytes) = read.read(&input)?;
+            let format = Format::resolve(to.as_deref(), &output)?;
+            let notes = formats::write(&t, &output, &format, page_bytes)?;
+            outln!(
+                "{}: {} requests written as {format:?}",
+                output.display(),
+                t.requests.len()
+            );
+            for n in notes {
+                outln!("note: {n}");
+            }
+        }
+        TraceCmd::Generate {
+            output,
+            preset,
+            sets,
+            to,
+        } => {
+            let mut spec = SynthSpec::preset(&preset)?;
+            for kv in &sets {
+                let Some((k, v)) = kv.split_once('=') else {
+                    bail!("--set '{kv}': expected KEY=VALUE");
+                };
+                spec.set(k.trim(), v.trim())?;
+            }
+            let format = match to {
+                Some(f) => f.parse()?,
+                None => Format::from_file_name(&output).unwrap_or(Format::Msr),
+            };
+            let t = spec.generate()?;
+            let notes = formats::write(&t, &output, &format, spec.page_bytes)?;
+            outln!(
+                "{}: {} requests ({preset}) written as {format:?}",
+                output.display(),
+                t.requests.len()
+            );
+            for n in notes {
+                outln!("note: {n}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `tiermux replay`: hit ratios of `policy` at each cache size.
+pub fn replay_cmd(
+    trace: &Path,
+    read: &ReadOpts,
+    policy: &str,
+    params: &[String],
+    sizes: &[usize],
+) -> Result<()> {
+    if sizes.contains(&0) {
+        bail!("--cache-pages: sizes must be at least 1");
+    }
+    let fast: Option<ReplacementKind> = policy.parse().ok();
+    let params = crate::parse_params(params)?;
+    if fast.is_some() && params.iter().next().is_some() {
+        bail!("--param: pure replacement ({policy}) takes no parameters; use --policy classic --param replacement={policy} to combine them");
+    }
+    if fast.is_none() {
+        // Check the policy and its parameters before reading the trace.
+        tiermux_trace::replay::replay_policy(policy, &params, std::iter::empty(), 1)?;
+    }
+    let t0 = Instant::now();
+    let (t, _, page_bytes) = read.read(trace)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let page_count = t.pages(page_bytes).count();
+    outln!(
+        "{}: {} requests, {page_count} references to {page_bytes}-byte pages, policy {policy}",
+        trace.display(),
+        t.requests.len(),
+    );
+    outln!(
+        "{:>12} {:>10} {:>16} {:>16} {:>14}",
+        "cache pages",
+        "hit %",
+        "hits on cache %",
+        "hits on home %",
+        "refs/s"
+    );
+    for &n in sizes {
+        let s = Instant::now();
+        let (hit, on_cache, on_home) = match fast {
+            Some(kind) => {
+                let h = tiermux_trace::replay::hit_ratio(t.pages(page_bytes), kind, n);
+                (h, h, 0.0)
+            }
+            None => {
+                let r = tiermux_trace::replay::replay_policy(
+                    policy,
+                    &params,
+                    t.pages(page_bytes),
+                    n as u64,
+                )?;
+                let share = |d: usize| r.hits_by_device[d] as f64 / r.accesses.max(1) as f64;
+                (r.hit_ratio(), share(0), share(1))
+            }
+        };
+        let secs = s.elapsed().as_secs_f64();
+        outln!(
+            "{:>12} {:>10.2} {:>16.2} {:>16.2} {:>14.0}",
+            n,
+            hit * 100.0,
+            on_cache * 100.0,
+            on_home * 100.0,
+            page_count as f64 / secs
+        );
+    }
+    outln!("(trace read in {load_s:.2} s)");
+    Ok(())
+}
+
+/// `tiermux replay --mrc`: LRU's hit ratio at many cache sizes in one pass.
+pub fn mrc_cmd(
+    trace: &Path,
+    read: &ReadOpts,
+    policy: &str,
+    params: &[String],
+    sizes: &[usize],
+    sample_rate: Option<f64>,
+) -> Result<()> {
+    if policy != "lru" || !params.is_empty() {
+        bail!("--mrc computes LRU's curve: use --policy lru and no --param");
+    }
+    if sizes.contains(&0) {
+        bail!("--cache-pages: sizes must be at least 1");
+    }
+    if let Some(r) = sample_rate {
+        if !(r > 0.0 && r <= 1.0) {
+            bail!("--sample-rate must be in (0, 1], got {r}");
+        }
+    }
+    let (t, _, page_bytes) = read.read(trace)?;
+    if let Some(rate) = sample_rate {
+        return sampled_mrc(&t, page_bytes, trace, sizes, rate);
+    }
+    let start = Instant::now();
+    let page_count = t.pages(page_bytes).count();
+    let m = tiermux_trace::MissRatioCurve::of(t.pages(page_bytes), page_count);
+    let secs = start.elapsed().as_secs_f64();
+    outln!(
+        "{}: {} page references, {} distinct pages; LRU's curve in one pass ({:.2} s, {:.0} refs/s)",
+        trace.display(),
+        m.references(),
+        m.distinct_pages(),
+        secs,
+        m.references() as f64 / secs.max(1e-9)
+    );
+    outln!("{:>12} {:>10}", "cache pages", "hit %");
+    let points: Vec<(usize, f64)> = if sizes.is_empty() {
+        m.curve(20)
+    } else {
+        sizes.iter().map(|&n| (n, m.hit_ratio(n))).collect()
+    };
+    for (n, h) in points {
+        outln!("{n:>12} {:>10.2}", h * 100.0);
+    }
+    Ok(())
+}
+
+/// `tiermux replay --mrc --sample-rate R`: LRU's curve estimated from a
+/// spatial sample of the pages.
+fn sampled_mrc(
+    t: &BlockTrace,
+    page_bytes: u64,
+    trace: &Path,
+    sizes: &[usize],
+    rate: f64,
+) -> Result<()> {
+    let start = Instant::now();
+    let m = tiermux_trace::SampledCurve::of(t.pages(page_bytes), rate);
+    let secs = start.elapsed().as_secs_f64();
+    outln!(
+        "{}: {} page references, {} sampled at rate {rate}; LRU's curve estimated in {:.2} s",
+        trace.display(),
+        t.pages(page_bytes).count(),
+        m.sampled_references(),
+        secs
+    );
+    outln!("{:>12} {:>10}", "cache pages", "hit %");
+    let sizes: Vec<usize> = if sizes.is_empty() {
+        (1..=20).map(|i| i * 10_000).collect()
+    } else {
+        sizes.to_vec()
+    };
+    for n in sizes {
+        outln!("{n:>12} {:>10.2}", m.hit_ratio(n) * 100.0);
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! One block request of a trace, as every trace format is read into.
+
+use tiermux_core::Op;
+
+/// Bytes in a sector, the unit of several trace formats' offsets.
+pub const SECTOR_BYTES: u64 = 512;
+
+/// One request of a block trace: a read or a write of a byte range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// When the request was issued, in nanoseconds since the format's
+    /// epoch (0 for formats without time).
+    pub time_ns: u64,
+    /// The volume, disk or device the request addresses (the format's
+    /// device, disk or volume number; 0 where the format has none).
+    pub volume: u32,
+    /// Read or write.
+    pub op: Op,
+    /// First byte addressed.
+    pub offset_bytes: u64,
+    /// Bytes addressed (0 for the few empty requests some traces hold).
+    pub size_bytes: u32,
+}
+
+impl Request {
+    /// The pages of `page_bytes` bytes the request touches, first to
+    /// last: a request that starts or ends inside a page touches all of it.
+    pub fn pages(&self, page_bytes: u64) -> std::ops::Range<u64> {
+        assert!(page_bytes > 0, "pages of zero bytes");
+        if self.size_bytes == 0 {
+            let p = self.offset_bytes / page_bytes;
+            return p..p;
+        }
+        let first = self.offset_bytes / page_bytes;
+        let last = (self.offset_bytes + self.size_bytes as u64 - 1) / page_bytes;
+        first..last + 1
+    }
+
+    /// The byte just past the request.
+    pub fn end_bytes(&self) -> u64 {
+        self.offset_bytes + self.size_bytes as u64
+    }
+}
+
+/// A trace in memory: its requests in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockTrace {
+    /// The requests in trace order.
+    pub requests: Vec<Request>,
+}
+
+impl BlockTrace {
+    /// Page references in order, each with its request's operation.
+    pub fn page_accesses(&self, page_bytes: u64) -> impl Iterator<Item = (u64, Op)> + Clone + '_ {
+        self.requests
+            .iter()
+            .flat_map(move |r| r.pages(page_bytes).map(move |p| (p, r.op)))
+    }
+
+    /// Page numbers in order, reads and writes alike.
+    pub fn pages(&self, page_bytes: u64) -> impl Iterator<Item = u64> + Clone + '_ {
+        self.page_accesses(page_bytes).map(|(p, _)| p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(offset_bytes: u64, size_bytes: u32) -> Request {
+        Request {
+            time_ns: 0,
+            volume: 0,
+            op: Op::Read,
+            offset_bytes,
+            size_bytes,
+        }
+    }
+
+    #[test]
+    fn a_request_touches_every_page_it_overlaps() {
+        assert_eq!(req(0, 4096).pages(4096), 0..1);
+        assert_eq!(req(4095, 2).pages(4096), 0..2);
+        assert_eq!(req(8192, 8193).pages(4096), 2..5);
+        assert_eq!(req(512, 512).pages(512), 1..2);
+        assert_eq!(req(4096, 0).pages(4096).count(), 0);
+    }
+}

@@ -68,6 +68,8 @@ enum Cmd {
         trace: PathBuf,
         #[command(flatten)]
         read: trace_cmd::ReadOpts,
+        #[command(flatten)]
+        replay: trace_cmd::ReplayOpts,
         /// `lru` or `arc` (pure replacement, the fast path), or any policy
         /// of `tiermux policies`, run through the dispatcher over a cache
         /// device and a home device.
@@ -169,6 +171,7 @@ fn main() {
         Cmd::Replay {
             trace,
             read,
+            replay,
             policy,
             params,
             cache_pages,
@@ -178,7 +181,7 @@ fn main() {
             if mrc {
                 trace_cmd::mrc_cmd(&trace, &read, &policy, &params, &cache_pages, sample_rate)
             } else {
-                trace_cmd::replay_cmd(&trace, &read, &policy, &params, &cache_pages)
+                trace_cmd::replay_cmd(&trace, &read, &replay, &policy, &params, &cache_pages)
             }
         }
         Cmd::Trace { cmd } => trace_cmd::run(cmd),

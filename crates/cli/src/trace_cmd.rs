@@ -5,10 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Subcommand;
+use tiermux_core::build_policy;
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_trace::info::TraceInfo;
+use tiermux_trace::replay::{replay_accesses, TraceVolume};
 use tiermux_trace::synth::SynthSpec;
 use tiermux_trace::{formats, BlockTrace, Format};
 
@@ -141,10 +143,25 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
     Ok(())
 }
 
+/// How `tiermux replay` lays out the caches and what it writes besides.
+#[derive(clap::Args)]
+pub struct ReplayOpts {
+    /// Replay on two cache devices: this share of each cache size in a
+    /// first (DRAM) device, the rest in a second (NVRAM), over home
+    /// (0.5 for the Hibachi paper's setup).
+    #[arg(long)]
+    pub dram_share: Option<f64>,
+    /// Write the storage writes of each size as a fio iolog (version 2)
+    /// to PATH.SIZE, for `fio --read_iolog=... --replay_redirect=DEVICE`.
+    #[arg(long)]
+    pub flush_log: Option<PathBuf>,
+}
+
 /// `tiermux replay`: hit ratios of `policy` at each cache size.
 pub fn replay_cmd(
     trace: &Path,
     read: &ReadOpts,
+    opts: &ReplayOpts,
     policy: &str,
     params: &[String],
     sizes: &[usize],
@@ -152,15 +169,32 @@ pub fn replay_cmd(
     if sizes.contains(&0) {
         bail!("--cache-pages: sizes must be at least 1");
     }
+    if let Some(s) = opts.dram_share {
+        if !(s > 0.0 && s < 1.0) {
+            bail!("--dram-share must be in (0, 1), got {s}");
+        }
+    }
     let fast: Option<ReplacementKind> = policy.parse().ok();
     let params = crate::parse_params(params)?;
-    if fast.is_some() && params.iter().next().is_some() {
-        bail!("--param: pure replacement ({policy}) takes no parameters; use --policy classic --param replacement={policy} to combine them");
+    if fast.is_some()
+        && (params.iter().next().is_some() || opts.dram_share.is_some() || opts.flush_log.is_some())
+    {
+        bail!("pure replacement ({policy}) takes no --param, --dram-share or --flush-log; use --policy classic --param replacement={policy}, or a registered policy");
     }
-    if fast.is_none() {
-        // Check the policy and its parameters before reading the trace.
-        tiermux_trace::replay::replay_policy(policy, &params, std::iter::empty(), 1)?;
-    }
+    // Check the policy and its parameters before reading the trace; a
+    // hybrid cache keeps a reserve slot on each device.
+    let volume = |cache_pages: u64, reserve_pages: u64| TraceVolume {
+        cache_pages,
+        dram_share: opts.dram_share,
+        reserve_pages,
+    };
+    let reserve = match fast {
+        Some(_) => 0,
+        None => {
+            let probe = build_policy(policy, &params, &volume(4, 1).spec(1), 1)?;
+            u64::from(probe.layout() == "hybrid")
+        }
+    };
     let t0 = Instant::now();
     let (t, _, page_bytes) = read.read(trace)?;
     let load_s = t0.elapsed().as_secs_f64();
@@ -170,43 +204,100 @@ pub fn replay_cmd(
         trace.display(),
         t.requests.len(),
     );
+    if let Some(kind) = fast {
+        outln!("{:>12} {:>10} {:>14}", "cache pages", "hit %", "refs/s");
+        for &n in sizes {
+            let s = Instant::now();
+            let h = tiermux_trace::replay::hit_ratio(t.pages(page_bytes), kind, n);
+            let secs = s.elapsed().as_secs_f64();
+            outln!(
+                "{n:>12} {:>10.2} {:>14.0}",
+                h * 100.0,
+                page_count as f64 / secs
+            );
+        }
+        outln!("(trace read in {load_s:.2} s)");
+        return Ok(());
+    }
+    let first = if opts.dram_share.is_some() {
+        "DRAM"
+    } else {
+        "cache"
+    };
+    let second = if opts.dram_share.is_some() {
+        "NVRAM"
+    } else {
+        "home"
+    };
     outln!(
-        "{:>12} {:>10} {:>16} {:>16} {:>14}",
+        "{:>12} {:>7} {:>7} {:>8} {:>8} {:>7} {:>12} {:>9} {:>8} {:>12}",
         "cache pages",
         "hit %",
-        "hits on cache %",
-        "hits on home %",
+        "read %",
+        format!("{first} %"),
+        format!("{second} %"),
+        "write %",
+        "stored pages",
+        "runs",
+        "mean run",
         "refs/s"
     );
     for &n in sizes {
         let s = Instant::now();
-        let (hit, on_cache, on_home) = match fast {
-            Some(kind) => {
-                let h = tiermux_trace::replay::hit_ratio(t.pages(page_bytes), kind, n);
-                (h, h, 0.0)
-            }
-            None => {
-                let r = tiermux_trace::replay::replay_policy(
-                    policy,
-                    &params,
-                    t.pages(page_bytes),
-                    n as u64,
-                )?;
-                let share = |d: usize| r.hits_by_device[d] as f64 / r.accesses.max(1) as f64;
-                (r.hit_ratio(), share(0), share(1))
-            }
-        };
+        let log = opts.flush_log.is_some();
+        let r = replay_accesses(
+            policy,
+            &params,
+            t.page_accesses(page_bytes),
+            volume(n as u64, reserve),
+            log,
+        )?;
         let secs = s.elapsed().as_secs_f64();
+        let home = r
+            .writes
+            .iter()
+            .rposition(|w| w.iter().sum::<u64>() > 0)
+            .unwrap_or(0);
+        let stored = r.blocks_written(home);
         outln!(
-            "{:>12} {:>10.2} {:>16.2} {:>16.2} {:>14.0}",
-            n,
-            hit * 100.0,
-            on_cache * 100.0,
-            on_home * 100.0,
+            "{n:>12} {:>7.2} {:>7.2} {:>8.2} {:>8.2} {:>7.2} {stored:>12} {:>9} {:>8.2} {:>12.0}",
+            r.hit_ratio() * 100.0,
+            r.read_hit_ratio() * 100.0,
+            r.read_hit_ratio_on(0) * 100.0,
+            r.read_hit_ratio_on(1) * 100.0,
+            r.write_hit_ratio() * 100.0,
+            r.storage_runs(),
+            stored as f64 / r.storage_runs().max(1) as f64,
             page_count as f64 / secs
         );
+        if let (Some(path), Some(runs)) = (&opts.flush_log, &r.storage_log) {
+            let file = PathBuf::from(format!("{}.{n}", path.display()));
+            write_iolog(&file, runs, page_bytes)?;
+        }
     }
-    outln!("(trace read in {load_s:.2} s)");
+    outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes; stored pages are the writes reaching home, in runs of consecutive pages)");
+    Ok(())
+}
+
+/// Writes storage-write runs as a fio iolog (version 2) on a file named
+/// `array` (replay it with `--replay_redirect`).
+fn write_iolog(path: &Path, runs: &[(u64, u64)], page_bytes: u64) -> Result<()> {
+    use std::io::Write as _;
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("{}: cannot create", path.display()))?;
+    let mut out = std::io::BufWriter::new(f);
+    writeln!(out, "fio version 2 iolog\narray add\narray open")?;
+    for &(start, len) in runs {
+        writeln!(
+            out,
+            "array write {} {}",
+            start * page_bytes,
+            len * page_bytes
+        )?;
+    }
+    writeln!(out, "array close")?;
+    out.flush()
+        .with_context(|| format!("{}: cannot write", path.display()))?;
     Ok(())
 }
 

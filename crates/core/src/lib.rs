@@ -13,6 +13,7 @@
 
 pub mod dispatch;
 pub mod hist;
+pub mod hybrid;
 pub mod map;
 pub mod observe;
 pub mod params;

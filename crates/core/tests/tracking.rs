@@ -61,7 +61,15 @@ fn volume3() -> VolumeSpec {
 
 fn params(policy: &str, write_mode: &str) -> Params {
     let mut p = Params::new();
-    if matches!(policy, "split" | "stripe" | "passthrough") {
+    if matches!(
+        policy,
+        "split" | "stripe" | "passthrough" | "hybrid-lru" | "hybrid-arc"
+    ) {
+        return p;
+    }
+    if policy == "hibachi" {
+        // Short runs of dirty pages are flushed together.
+        p.set("run_threshold", ParamValue::Int(2));
         return p;
     }
     if matches!(
@@ -517,6 +525,25 @@ fn failed_operations_leave_every_policy_consistent() {
     for wm in ["wa", "wt", "wb"] {
         for seed in 0..4u64 {
             exercise("stacked", wm, 200 + seed, &volume3(), 30);
+        }
+    }
+    for policy in ["hibachi", "hybrid-lru", "hybrid-arc"] {
+        for seed in 0..6u64 {
+            exercise(policy, "wb", 300 + seed, &volume3(), 30);
+        }
+    }
+}
+
+/// The hybrid caches over DRAM, NVRAM and home: data is safe across
+/// restarts, both cache devices are used, and dirty pages are on NVRAM.
+#[test]
+fn hybrid_caches_over_three_devices() {
+    for policy in ["hibachi", "hybrid-lru", "hybrid-arc"] {
+        for seed in 0..6u64 {
+            let (most, state) = exercise(policy, "wb", seed, &volume3(), 0);
+            assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
+            let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
+            assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
         }
     }
 }

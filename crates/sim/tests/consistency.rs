@@ -83,6 +83,14 @@ fn config(
             .insert("stripe_blocks".into(), toml::Value::Integer(4));
         return c;
     }
+    if matches!(policy, "hybrid-lru" | "hybrid-arc") {
+        return c;
+    }
+    if policy == "hibachi" {
+        c.params
+            .insert("run_threshold".into(), toml::Value::Integer(2));
+        return c;
+    }
     if matches!(
         policy,
         "hemem" | "most" | "batman" | "colloid" | "colloid+" | "colloid++"

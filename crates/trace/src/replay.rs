@@ -4,7 +4,9 @@
 //! do, but completes every device operation the moment it is handed out,
 //! so each access (with the fills, evictions and flushes it causes) is
 //! finished before the next one starts. What it measures is placement:
-//! hits per serving device, misses, and device operations per purpose.
+//! hits per serving device (for reads and writes apart), misses, device
+//! operations per purpose, and the writes that reach the storage (the
+//! home device) as runs of consecutive blocks, optionally as a log.
 //! Controllers that tune themselves on measured latency (NHC, SIB, LBICA)
 //! get no ticks here and keep their initial settings; run them in the
 //! simulator to see them tune.
@@ -42,10 +44,25 @@ pub struct ReplayStats {
     pub misses: u64,
     /// Accesses of policies without a notion of hits.
     pub not_applicable: u64,
+    /// Read accesses.
+    pub read_accesses: u64,
+    /// Read hits, by the device that served them.
+    pub read_hits_by_device: [u64; MAX_DEVICES],
+    /// Write accesses that found their block cached.
+    pub write_hits: u64,
     /// Device reads, by device and purpose (client, admit, flush, migrate).
     pub reads: [[u64; Purpose::COUNT]; MAX_DEVICES],
     /// Device writes, by device and purpose.
     pub writes: [[u64; Purpose::COUNT]; MAX_DEVICES],
+    /// Writes to the home device (the storage), as runs of consecutive
+    /// blocks written one after another: run counts by length class
+    /// (class `k` holds lengths in `(2^(k-1), 2^k]`, class 0 length 1).
+    pub storage_run_classes: Vec<u64>,
+    /// The storage writes as runs (first block, blocks), in order, when
+    /// the replay keeps a log.
+    pub storage_log: Option<Vec<(u64, u64)>>,
+    /// The run being extended, not yet counted.
+    open_run: Option<(u64, u64)>,
 }
 
 impl ReplayStats {
@@ -59,29 +76,99 @@ impl ReplayStats {
         self.hits() as f64 / self.accesses.max(1) as f64
     }
 
+    /// Fraction of reads that hit.
+    pub fn read_hit_ratio(&self) -> f64 {
+        self.read_hits_by_device.iter().sum::<u64>() as f64 / self.read_accesses.max(1) as f64
+    }
+
+    /// Fraction of reads served by device `d`.
+    pub fn read_hit_ratio_on(&self, d: usize) -> f64 {
+        self.read_hits_by_device[d] as f64 / self.read_accesses.max(1) as f64
+    }
+
+    /// Write accesses.
+    pub fn write_accesses(&self) -> u64 {
+        self.accesses - self.read_accesses
+    }
+
+    /// Fraction of writes that found their block cached.
+    pub fn write_hit_ratio(&self) -> f64 {
+        self.write_hits as f64 / self.write_accesses().max(1) as f64
+    }
+
     /// Operations on device `d` (reads and writes, every purpose).
     pub fn device_ops(&self, d: usize) -> u64 {
         self.reads[d].iter().sum::<u64>() + self.writes[d].iter().sum::<u64>()
     }
+
+    /// Blocks written to device `d`, every purpose.
+    pub fn blocks_written(&self, d: usize) -> u64 {
+        self.writes[d].iter().sum()
+    }
+
+    /// Runs of storage writes.
+    pub fn storage_runs(&self) -> u64 {
+        self.storage_run_classes.iter().sum()
+    }
+
+    /// The length class of a run of `blocks` (see `storage_run_classes`).
+    pub fn run_class(blocks: u64) -> usize {
+        assert!(blocks > 0, "an empty run");
+        (64 - (blocks - 1).leading_zeros()) as usize
+    }
+
+    fn storage_write(&mut self, block: u64) {
+        match &mut self.open_run {
+            Some((start, len)) if *start + *len == block => *len += 1,
+            _ => {
+                self.close_run();
+                self.open_run = Some((block, 1));
+            }
+        }
+    }
+
+    fn close_run(&mut self) {
+        let Some((start, len)) = self.open_run.take() else {
+            return;
+        };
+        let class = Self::run_class(len);
+        if self.storage_run_classes.len() <= class {
+            self.storage_run_classes.resize(class + 1, 0);
+        }
+        self.storage_run_classes[class] += 1;
+        if let Some(log) = &mut self.storage_log {
+            log.push((start, len));
+        }
+    }
 }
 
-/// Replays `accesses` through `dispatcher` in zero time and counts them.
+/// Replays `accesses` through `dispatcher` in zero time and counts them;
+/// `home` is the storage device whose writes are counted as runs (and
+/// logged when `log_storage`).
 pub fn replay(
     dispatcher: &mut Dispatcher,
     accesses: impl IntoIterator<Item = Access>,
+    home: u8,
+    log_storage: bool,
 ) -> ReplayStats {
-    let mut s = ReplayStats::default();
+    let mut s = ReplayStats {
+        storage_log: log_storage.then(Vec::new),
+        ..ReplayStats::default()
+    };
     for (tag, access) in accesses.into_iter().enumerate() {
         dispatcher.submit(tag as u64, access);
-        settle(dispatcher, &mut s);
+        s.read_accesses += (access.op == Op::Read) as u64;
+        settle(dispatcher, &mut s, access.op, home);
     }
+    s.close_run();
     assert!(dispatcher.is_idle(), "zero-time replay left work in flight");
     s
 }
 
 /// Completes everything the dispatcher hands out, including what the
-/// completions release, and counts the acknowledgements.
-fn settle(dispatcher: &mut Dispatcher, s: &mut ReplayStats) {
+/// completions release, and counts the acknowledgements (of an access of
+/// `op`).
+fn settle(dispatcher: &mut Dispatcher, s: &mut ReplayStats, op: Op, home: u8) {
     loop {
         let mut progressed = false;
         while let Some(r) = dispatcher.pop_ready() {
@@ -90,7 +177,12 @@ fn settle(dispatcher: &mut Dispatcher, s: &mut ReplayStats) {
             let p = r.io.purpose.index();
             match r.io.dir {
                 Op::Read => s.reads[d][p] += 1,
-                Op::Write => s.writes[d][p] += 1,
+                Op::Write => {
+                    s.writes[d][p] += 1;
+                    if r.io.device == home {
+                        s.storage_write(r.io.addr);
+                    }
+                }
             }
             dispatcher.complete(r.flight, r.index, 0);
         }
@@ -98,7 +190,13 @@ fn settle(dispatcher: &mut Dispatcher, s: &mut ReplayStats) {
             progressed = true;
             s.accesses += 1;
             match a.outcome {
-                Outcome::Hit(d) => s.hits_by_device[d as usize] += 1,
+                Outcome::Hit(d) => {
+                    s.hits_by_device[d as usize] += 1;
+                    match op {
+                        Op::Read => s.read_hits_by_device[d as usize] += 1,
+                        Op::Write => s.write_hits += 1,
+                    }
+                }
                 Outcome::Miss => s.misses += 1,
                 Outcome::NotApplicable => s.not_applicable += 1,
             }
@@ -109,26 +207,69 @@ fn settle(dispatcher: &mut Dispatcher, s: &mut ReplayStats) {
     }
 }
 
+/// The devices a trace is replayed on: one cache of `cache_pages`, or,
+/// with `dram_share`, a DRAM cache of that share of them over an NVRAM
+/// cache of the rest (each with `reserve_pages` more, the slots a hybrid
+/// cache keeps for pages arriving at a full cache), over a home device
+/// holding every page up to the largest the trace names.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TraceVolume {
+    /// Pages the caches hold in all.
+    pub cache_pages: u64,
+    /// The share of them in a first (DRAM) cache device, if two.
+    pub dram_share: Option<f64>,
+    /// Pages added to each cache device beyond its share.
+    pub reserve_pages: u64,
+}
+
+impl TraceVolume {
+    /// One cache of `cache_pages` over home.
+    pub fn single(cache_pages: u64) -> TraceVolume {
+        TraceVolume {
+            cache_pages,
+            dram_share: None,
+            reserve_pages: 0,
+        }
+    }
+
+    /// The volume for pages up to `max_page`.
+    pub fn spec(&self, max_page: u64) -> VolumeSpec {
+        let num_blocks = max_page + 1;
+        let dev = |name: &str, capacity_blocks: u64, role| DeviceSpec {
+            name: name.into(),
+            capacity_blocks,
+            role,
+        };
+        let mut devices = Vec::new();
+        match self.dram_share {
+            None => devices.push(dev(
+                "cache",
+                self.cache_pages + self.reserve_pages,
+                DeviceRole::Cache,
+            )),
+            Some(share) => {
+                let dram = (self.cache_pages as f64 * share).round() as u64;
+                devices.push(dev("dram", dram + self.reserve_pages, DeviceRole::Cache));
+                devices.push(dev(
+                    "nvram",
+                    self.cache_pages - dram + self.reserve_pages,
+                    DeviceRole::Cache,
+                ));
+            }
+        }
+        devices.push(dev("home", num_blocks, DeviceRole::Home));
+        VolumeSpec {
+            num_blocks,
+            block_size: 512,
+            devices,
+        }
+    }
+}
+
 /// A two-device volume for a trace: a cache of `cache_pages` over a home
 /// device holding every page up to the largest the trace names.
 pub fn trace_volume(pages: impl IntoIterator<Item = u64>, cache_pages: u64) -> VolumeSpec {
-    let num_blocks = pages.into_iter().max().map_or(1, |m| m + 1);
-    VolumeSpec {
-        num_blocks,
-        block_size: 512,
-        devices: vec![
-            DeviceSpec {
-                name: "cache".into(),
-                capacity_blocks: cache_pages,
-                role: DeviceRole::Cache,
-            },
-            DeviceSpec {
-                name: "home".into(),
-                capacity_blocks: num_blocks,
-                role: DeviceRole::Home,
-            },
-        ],
-    }
+    TraceVolume::single(cache_pages).spec(pages.into_iter().max().unwrap_or(0))
 }
 
 /// Runs the registered policy `name` with `params` on read references to
@@ -140,16 +281,35 @@ pub fn replay_policy(
     pages: impl Iterator<Item = u64> + Clone,
     cache_pages: u64,
 ) -> Result<ReplayStats, PolicyError> {
-    let volume = trace_volume(pages.clone(), cache_pages);
+    replay_accesses(
+        name,
+        params,
+        pages.map(|p| (p, Op::Read)),
+        TraceVolume::single(cache_pages),
+        false,
+    )
+}
+
+/// Runs the registered policy `name` with `params` on page reads and
+/// writes over `volume` (`accesses` is read twice: for the volume's size,
+/// then to replay); `log_storage` keeps the storage writes' log.
+pub fn replay_accesses(
+    name: &str,
+    params: &Params,
+    accesses: impl Iterator<Item = (u64, Op)> + Clone,
+    volume: TraceVolume,
+    log_storage: bool,
+) -> Result<ReplayStats, PolicyError> {
+    let max_page = accesses.clone().map(|a| a.0).max().unwrap_or(0);
+    let volume = volume.spec(max_page);
     let policy = build_policy(name, params, &volume, 1)?;
     let home = volume.home().expect("trace volumes have a home device");
     let mut dispatcher = Dispatcher::new(policy, home);
     Ok(replay(
         &mut dispatcher,
-        pages.map(|block| Access {
-            block,
-            op: Op::Read,
-        }),
+        accesses.map(|(block, op)| Access { block, op }),
+        home,
+        log_storage,
     ))
 }
 

@@ -12,6 +12,9 @@ pub mod classic;
 pub mod colloid;
 pub mod fixed;
 pub mod hemem;
+pub mod hibachi;
+pub mod hybrid_arc;
+pub mod hybrid_lru;
 pub mod lbica;
 pub mod most;
 pub mod nhc;
@@ -52,6 +55,9 @@ pub static REGISTRY: &[Registered] = &[
     colloid::REGISTERED,
     colloid::REGISTERED_PLUS,
     colloid::REGISTERED_PLUS_PLUS,
+    hibachi::REGISTERED,
+    hybrid_lru::REGISTERED,
+    hybrid_arc::REGISTERED,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

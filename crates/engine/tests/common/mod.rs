@@ -244,4 +244,7 @@ pub const MODES: &[(&str, &str)] = &[
         "colloid+",
         "segment_blocks = 4\nquantum_ms = 0.1\nhot_threshold = 2\ncooling_threshold = 6\nlatency_alpha = 1.0",
     ),
+    ("hibachi", "run_threshold = 2"),
+    ("hybrid-lru", ""),
+    ("hybrid-arc", ""),
 ];

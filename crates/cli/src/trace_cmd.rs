@@ -230,7 +230,7 @@ pub fn replay_cmd(
         "home"
     };
     outln!(
-        "{:>12} {:>7} {:>7} {:>8} {:>8} {:>7} {:>12} {:>9} {:>8} {:>12}",
+        "{:>12} {:>7} {:>7} {:>8} {:>8} {:>7} {:>12} {:>9} {:>8} {:>11} {:>12}",
         "cache pages",
         "hit %",
         "read %",
@@ -240,17 +240,17 @@ pub fn replay_cmd(
         "stored pages",
         "runs",
         "mean run",
+        "RAID-5 MB/s",
         "refs/s"
     );
     for &n in sizes {
         let s = Instant::now();
-        let log = opts.flush_log.is_some();
         let r = replay_accesses(
             policy,
             &params,
             t.page_accesses(page_bytes),
             volume(n as u64, reserve),
-            log,
+            true,
         )?;
         let secs = s.elapsed().as_secs_f64();
         let home = r
@@ -260,7 +260,7 @@ pub fn replay_cmd(
             .unwrap_or(0);
         let stored = r.blocks_written(home);
         outln!(
-            "{n:>12} {:>7.2} {:>7.2} {:>8.2} {:>8.2} {:>7.2} {stored:>12} {:>9} {:>8.2} {:>12.0}",
+            "{n:>12} {:>7.2} {:>7.2} {:>8.2} {:>8.2} {:>7.2} {stored:>12} {:>9} {:>8.2} {:>11.2} {:>12.0}",
             r.hit_ratio() * 100.0,
             r.read_hit_ratio() * 100.0,
             r.read_hit_ratio_on(0) * 100.0,
@@ -268,6 +268,7 @@ pub fn replay_cmd(
             r.write_hit_ratio() * 100.0,
             r.storage_runs(),
             stored as f64 / r.storage_runs().max(1) as f64,
+            raid5_mb_s(r.storage_log.as_deref().unwrap_or(&[]), page_bytes),
             page_count as f64 / secs
         );
         if let (Some(path), Some(runs)) = (&opts.flush_log, &r.storage_log) {
@@ -275,8 +276,18 @@ pub fn replay_cmd(
             write_iolog(&file, runs, page_bytes)?;
         }
     }
-    outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes; stored pages are the writes reaching home, in runs of consecutive pages)");
+    outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes; stored pages are the writes reaching home, in runs of consecutive pages; RAID-5 MB/s is their modelled write throughput on six 7,200 rpm disks, one run at a time)");
     Ok(())
+}
+
+/// Write throughput of storage-write runs replayed one at a time on the
+/// Hibachi paper's RAID-5 array (six 7,200 rpm disks), MB/s.
+fn raid5_mb_s(runs: &[(u64, u64)], page_bytes: u64) -> f64 {
+    let mut array = tiermux_device::disk::Raid5::hibachi_paper();
+    for &(start, len) in runs {
+        array.write(start * page_bytes, len * page_bytes);
+    }
+    array.write_bytes_per_s() / 1e6
 }
 
 /// Writes storage-write runs as a fio iolog (version 2) on a file named

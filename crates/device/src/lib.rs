@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod disk;
 pub mod model;
 pub mod profile;
 

@@ -140,3 +140,24 @@ fn counts_add_up_on_mixed_workloads() {
         }
     }
 }
+
+/// Hybrid-ARC's ghosts move NVRAM to clean pages when evicted clean pages
+/// come back: a read loop a little larger than DRAM, beside writes that
+/// would fill NVRAM, thrashes Hybrid-LRU's DRAM but fits Hybrid-ARC's
+/// grown clean cache.
+#[test]
+fn hybrid_arc_lends_nvram_to_returning_clean_pages() {
+    let mut a = Vec::new();
+    let mut rng = Rng::new(4);
+    for i in 0..30_000u64 {
+        a.push((i % 40, Op::Read));
+        if i % 2 == 0 {
+            a.push((1_000 + rng.below(5_000), Op::Write));
+        }
+    }
+    let arc = run("hybrid-arc", &Params::new(), &a, 64);
+    let lru = run("hybrid-lru", &Params::new(), &a, 64);
+    assert!(lru.read_hit_ratio() < 0.05, "LRU's 32 DRAM pages thrash: {}", lru.read_hit_ratio());
+    assert!(arc.read_hit_ratio() > 0.5, "{}", arc.read_hit_ratio());
+    assert!(arc.read_hit_ratio_on(1) > 0.1, "clean pages borrow NVRAM: {}", arc.read_hit_ratio_on(1));
+}

@@ -1,0 +1,339 @@
+//! Hard disks and RAID-5 arrays of them, as service times that depend on
+//! where the head is: a request that starts where the previous one ended
+//! only transfers; any other seeks (time growing with the square root of
+//! the distance, Ruemmler and Wilkes' short-seek shape) and waits half a
+//! rotation on average. So sequential and random writes differ as on a
+//! real disk, which the pipe-and-channels model ([`crate::model`]) cannot
+//! express. Requests are served one at a time (fio's `ioengine=sync`, as
+//! the Hibachi paper replays its flushes).
+
+/// One disk's mechanics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiskSpec {
+    /// Where the numbers come from.
+    pub source: &'static str,
+    /// Capacity, bytes.
+    pub capacity_bytes: u64,
+    /// Spindle speed.
+    pub rpm: f64,
+    /// Seek to the next track, ms.
+    pub track_seek_ms: f64,
+    /// Mean seek between uniformly random places, ms, for reads.
+    pub average_read_seek_ms: f64,
+    /// The same for writes (the head settles longer).
+    pub average_write_seek_ms: f64,
+    /// Sustained transfer rate, bytes per second.
+    pub transfer_bytes_per_s: f64,
+}
+
+/// Seagate Enterprise Capacity 3.5 HDD v4, 6 TB, 7,200 rpm, SAS 12 Gb/s
+/// (ST6000NM0034), the Hibachi paper's array disks.
+pub fn st6000nm0034() -> DiskSpec {
+    DiskSpec {
+        source: "Seagate Enterprise Capacity 3.5 HDD v4 data sheet: 7,200 rpm, average seek 8.5 ms read / 9.5 ms write, sustained transfer 226 MB/s (figures as published by the vendor, not measured here); track-to-track seek 0.5 ms is a typical value, not from the data sheet",
+        capacity_bytes: 6_000_000_000_000,
+        rpm: 7200.0,
+        track_seek_ms: 0.5,
+        average_read_seek_ms: 8.5,
+        average_write_seek_ms: 9.5,
+        transfer_bytes_per_s: 226e6,
+    }
+}
+
+/// E[sqrt(d / D)] for the distance d between two uniformly random places
+/// on a stroke of D: with density 2(1 - u), the integral of 2 sqrt(u)(1 - u)
+/// over [0, 1] is 8/15.
+const MEAN_SQRT_DISTANCE: f64 = 8.0 / 15.0;
+
+/// A disk with a head position.
+#[derive(Clone, Debug)]
+pub struct Disk {
+    spec: DiskSpec,
+    head_bytes: u64,
+    /// Requests served, and those that needed no seek.
+    pub requests: u64,
+    /// Requests that started where the previous one ended.
+    pub sequential: u64,
+}
+
+impl Disk {
+    /// A disk with its head at the start.
+    pub fn new(spec: DiskSpec) -> Disk {
+        assert!(spec.capacity_bytes > 0 && spec.transfer_bytes_per_s > 0.0 && spec.rpm > 0.0);
+        Disk {
+            spec,
+            head_bytes: 0,
+            requests: 0,
+            sequential: 0,
+        }
+    }
+
+    /// Seek time over `distance_bytes`, ms: the track-to-track time plus
+    /// a square-root share of the full stroke, scaled so that random seeks
+    /// average the data sheet's figure.
+    pub fn seek_ms(&self, distance_bytes: u64, write: bool) -> f64 {
+        if distance_bytes == 0 {
+            return 0.0;
+        }
+        let average = if write {
+            self.spec.average_write_seek_ms
+        } else {
+            self.spec.average_read_seek_ms
+        };
+        let t = self.spec.track_seek_ms;
+        let full_stroke = t + (average - t) / MEAN_SQRT_DISTANCE;
+        let u = (distance_bytes as f64 / self.spec.capacity_bytes as f64).min(1.0);
+        t + (full_stroke - t) * u.sqrt()
+    }
+
+    /// Half a rotation, ms: the mean wait for the sector after a seek.
+    pub fn rotational_latency_ms(&self) -> f64 {
+        30_000.0 / self.spec.rpm
+    }
+
+    /// Time to bring the head over `offset_bytes`, ms. Where the previous
+    /// request ended: nothing. A little further on the same track: the
+    /// platter turns to it. Behind on the same track (rewriting what was
+    /// just read): it turns nearly once round. Elsewhere: a seek and half
+    /// a rotation on average.
+    fn position_ms(&mut self, offset_bytes: u64, write: bool) -> f64 {
+        let rotation_ms = 2.0 * self.rotational_latency_ms();
+        let track_bytes = self.spec.transfer_bytes_per_s * rotation_ms / 1e3;
+        let distance = offset_bytes.abs_diff(self.head_bytes);
+        let turn_ms = distance as f64 / self.spec.transfer_bytes_per_s * 1e3;
+        if distance == 0 {
+            self.sequential += 1;
+            0.0
+        } else if (distance as f64) < track_bytes {
+            if offset_bytes > self.head_bytes {
+                turn_ms
+            } else {
+                rotation_ms - turn_ms
+            }
+        } else {
+            self.seek_ms(distance, write) + self.rotational_latency_ms()
+        }
+    }
+
+    /// Serves one request and returns its time, ms.
+    pub fn serve(&mut self, offset_bytes: u64, size_bytes: u64, write: bool) -> f64 {
+        self.requests += 1;
+        let transfer_ms = size_bytes as f64 / self.spec.transfer_bytes_per_s * 1e3;
+        let position_ms = self.position_ms(offset_bytes, write);
+        self.head_bytes = offset_bytes + size_bytes;
+        position_ms + transfer_ms
+    }
+}
+
+/// A RAID-5 array (left-symmetric, as Linux md lays it out by default) of
+/// identical disks serving one request at a time. A write covering whole
+/// stripes writes data and parity to every disk at once; a partial stripe
+/// reads what parity needs (the old data and parity, or the untouched
+/// data, whichever is fewer chunks, as md chooses) and then writes.
+#[derive(Clone, Debug)]
+pub struct Raid5 {
+    disks: Vec<Disk>,
+    chunk_bytes: u64,
+    /// Total service time so far, ms.
+    pub busy_ms: f64,
+    /// Bytes written by clients.
+    pub written_bytes: u64,
+    /// Stripes written whole, and in part.
+    pub full_stripes: u64,
+    /// Stripes written in part (parity needed reads).
+    pub partial_stripes: u64,
+}
+
+/// One disk operation of a phase: (disk, offset on it, bytes, write).
+type DiskOp = (usize, u64, u64, bool);
+
+impl Raid5 {
+    /// `disks` disks of `spec` with `chunk_bytes` chunks.
+    pub fn new(spec: DiskSpec, disks: usize, chunk_bytes: u64) -> Raid5 {
+        assert!(disks >= 3, "RAID-5 needs at least three disks");
+        assert!(chunk_bytes > 0 && chunk_bytes % 512 == 0, "chunks are whole sectors");
+        Raid5 {
+            disks: (0..disks).map(|_| Disk::new(spec.clone())).collect(),
+            chunk_bytes,
+            busy_ms: 0.0,
+            written_bytes: 0,
+            full_stripes: 0,
+            partial_stripes: 0,
+        }
+    }
+
+    /// The Hibachi paper's array: six ST6000NM0034 disks in md RAID-5,
+    /// with md's default 512 KiB chunk.
+    pub fn hibachi_paper() -> Raid5 {
+        Raid5::new(st6000nm0034(), 6, 512 << 10)
+    }
+
+    fn data_disks(&self) -> u64 {
+        self.disks.len() as u64 - 1
+    }
+
+    /// The parity disk of `stripe` (left-symmetric: parity moves left).
+    fn parity_disk(&self, stripe: u64) -> usize {
+        let n = self.disks.len() as u64;
+        (n - 1 - stripe % n) as usize
+    }
+
+    /// The disk holding data chunk `i` of `stripe`.
+    fn data_disk(&self, stripe: u64, i: u64) -> usize {
+        let n = self.disks.len() as u64;
+        ((self.parity_disk(stripe) as u64 + 1 + i) % n) as usize
+    }
+
+    /// Serves a client write of `size_bytes` at `offset_bytes`; returns
+    /// its time, ms.
+    pub fn write(&mut self, offset_bytes: u64, size_bytes: u64) -> f64 {
+        assert!(size_bytes > 0, "an empty write");
+        let stripe_bytes = self.chunk_bytes * self.data_disks();
+        let mut reads: Vec<DiskOp> = Vec::new();
+        let mut writes: Vec<DiskOp> = Vec::new();
+        let end = offset_bytes + size_bytes;
+        let mut at = offset_bytes;
+        while at < end {
+            let stripe = at / stripe_bytes;
+            let stripe_end = ((stripe + 1) * stripe_bytes).min(end);
+            self.plan_stripe(stripe, at - stripe * stripe_bytes, stripe_end - at, &mut reads, &mut writes);
+            at = stripe_end;
+        }
+        let t = self.phase(&reads) + self.phase(&writes);
+        self.busy_ms += t;
+        self.written_bytes += size_bytes;
+        t
+    }
+
+    /// The disk operations that write `len` bytes at `start` within
+    /// `stripe`.
+    fn plan_stripe(&mut self, stripe: u64, start: u64, len: u64, reads: &mut Vec<DiskOp>, writes: &mut Vec<DiskOp>) {
+        let chunk = self.chunk_bytes;
+        let base = stripe * chunk;
+        let parity = self.parity_disk(stripe);
+        let first = start / chunk;
+        let last = (start + len - 1) / chunk;
+        // The byte range within a chunk that the write touches on any
+        // chunk (parity covers the union).
+        let (lo, hi) = if first == last {
+            (start % chunk, (start + len - 1) % chunk + 1)
+        } else {
+            (0, chunk)
+        };
+        for i in first..=last {
+            let s = if i == first { start % chunk } else { 0 };
+            let e = if i == last { (start + len - 1) % chunk + 1 } else { chunk };
+            writes.push((self.data_disk(stripe, i), base + s, e - s, true));
+        }
+        writes.push((parity, base + lo, hi - lo, true));
+        let touched = last - first + 1;
+        if start == 0 && len == chunk * self.data_disks() {
+            self.full_stripes += 1;
+            return;
+        }
+        self.partial_stripes += 1;
+        let untouched = self.data_disks() - touched;
+        if touched + 1 <= untouched {
+            // Read-modify-write: old data and old parity.
+            for i in first..=last {
+                reads.push((self.data_disk(stripe, i), base + lo, hi - lo, false));
+            }
+            reads.push((parity, base + lo, hi - lo, false));
+        } else {
+            // Reconstruct-write: the untouched data.
+            for i in (0..self.data_disks()).filter(|i| !(first..=last).contains(i)) {
+                reads.push((self.data_disk(stripe, i), base + lo, hi - lo, false));
+            }
+        }
+    }
+
+    /// Runs operations on their disks in parallel (each disk in order);
+    /// the phase lasts as long as the busiest disk.
+    fn phase(&mut self, ops: &[DiskOp]) -> f64 {
+        let mut per_disk = vec![0.0; self.disks.len()];
+        for &(d, off, len, write) in ops {
+            per_disk[d] += self.disks[d].serve(off, len, write);
+        }
+        per_disk.into_iter().fold(0.0, f64::max)
+    }
+
+    /// Client write throughput so far, bytes per second.
+    pub fn write_bytes_per_s(&self) -> f64 {
+        if self.busy_ms == 0.0 {
+            return 0.0;
+        }
+        self.written_bytes as f64 / (self.busy_ms / 1e3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random seeks average the data sheet's figure; long sequential
+    /// writes run at the transfer rate; random 4 KiB writes at about
+    /// 1 / (seek + half a rotation): about 73 per second.
+    #[test]
+    fn a_disk_is_fast_sequentially_and_slow_at_random() {
+        let mut rng = tiermux_core::rng::Rng::new(1);
+        let d = Disk::new(st6000nm0034());
+        let n = 200_000;
+        let mean: f64 = (0..n)
+            .map(|_| {
+                let (a, b) = (rng.below(6_000_000_000_000), rng.below(6_000_000_000_000));
+                d.seek_ms(a.abs_diff(b), true)
+            })
+            .sum::<f64>()
+            / n as f64;
+        assert!((mean - 9.5).abs() < 0.05, "mean write seek {mean} ms");
+        let mut d = Disk::new(st6000nm0034());
+        let seq: f64 = (0..1000u64).map(|i| d.serve(i << 20, 1 << 20, true)).sum();
+        let seq_mb_s = 1000.0 * (1 << 20) as f64 / (seq / 1e3) / 1e6;
+        assert!((seq_mb_s - 226.0).abs() < 1.0, "{seq_mb_s} MB/s");
+        let pages = 6_000_000_000_000 / 4096;
+        let rnd: f64 = (0..1000).map(|_| d.serve(rng.below(pages) * 4096, 4096, true)).sum();
+        let iops = 1000.0 / (rnd / 1e3);
+        assert!((60.0..80.0).contains(&iops), "{iops} random writes per second");
+    }
+
+    /// Whole stripes need no reads; a 4 KiB write reads and writes two
+    /// disks (old data and parity).
+    #[test]
+    fn raid5_writes_full_stripes_without_reads() {
+        let mut r = Raid5::hibachi_paper();
+        let stripe = 5 * (512 << 10);
+        let t = r.write(0, stripe);
+        assert_eq!((r.full_stripes, r.partial_stripes), (1, 0));
+        // Six disks write 512 KiB each at once.
+        let one_chunk_ms = (512 << 10) as f64 / 226e6 * 1e3;
+        assert!((t - one_chunk_ms).abs() < 1e-9, "{t}");
+        let seq: f64 = (1..200u64).map(|i| r.write(i * stripe, stripe)).sum();
+        let mb_s = 199.0 * stripe as f64 / (seq / 1e3) / 1e6;
+        assert!((mb_s - 5.0 * 226.0).abs() < 5.0, "{mb_s} MB/s: five data disks");
+        let mut r = Raid5::hibachi_paper();
+        let mut rng = tiermux_core::rng::Rng::new(2);
+        let pages = 5 * 6_000_000_000_000 / 4096;
+        for _ in 0..500 {
+            r.write(rng.below(pages) * 4096, 4096);
+        }
+        assert_eq!(r.partial_stripes, 500);
+        let iops = 500.0 / (r.busy_ms / 1e3);
+        // Reading old data and parity takes a seek and half a rotation;
+        // writing them back where they were read, nearly a rotation:
+        // 1 / (8.5 + 4.17 + 8.33 ms) = 48 per second.
+        assert!((44.0..52.0).contains(&iops), "{iops} random 4 KiB writes per second");
+    }
+
+    /// A run of 256 pages written at once costs a small fraction of the
+    /// same pages written at random.
+    #[test]
+    fn one_long_write_beats_scattered_pages() {
+        let mut one = Raid5::hibachi_paper();
+        let t_one = one.write(3 << 30, 256 * 4096);
+        let mut rnd = Raid5::hibachi_paper();
+        let mut rng = tiermux_core::rng::Rng::new(3);
+        let pages = 5 * 6_000_000_000_000 / 4096;
+        let t_rnd: f64 = (0..256).map(|_| rnd.write(rng.below(pages) * 4096, 4096)).sum();
+        assert!(t_rnd > 100.0 * t_one, "random {t_rnd} ms vs one write {t_one} ms");
+    }
+}

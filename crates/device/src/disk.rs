@@ -151,7 +151,10 @@ impl Raid5 {
     /// `disks` disks of `spec` with `chunk_bytes` chunks.
     pub fn new(spec: DiskSpec, disks: usize, chunk_bytes: u64) -> Raid5 {
         assert!(disks >= 3, "RAID-5 needs at least three disks");
-        assert!(chunk_bytes > 0 && chunk_bytes % 512 == 0, "chunks are whole sectors");
+        assert!(
+            chunk_bytes > 0 && chunk_bytes % 512 == 0,
+            "chunks are whole sectors"
+        );
         Raid5 {
             disks: (0..disks).map(|_| Disk::new(spec.clone())).collect(),
             chunk_bytes,
@@ -196,7 +199,13 @@ impl Raid5 {
         while at < end {
             let stripe = at / stripe_bytes;
             let stripe_end = ((stripe + 1) * stripe_bytes).min(end);
-            self.plan_stripe(stripe, at - stripe * stripe_bytes, stripe_end - at, &mut reads, &mut writes);
+            self.plan_stripe(
+                stripe,
+                at - stripe * stripe_bytes,
+                stripe_end - at,
+                &mut reads,
+                &mut writes,
+            );
             at = stripe_end;
         }
         let t = self.phase(&reads) + self.phase(&writes);
@@ -207,7 +216,14 @@ impl Raid5 {
 
     /// The disk operations that write `len` bytes at `start` within
     /// `stripe`.
-    fn plan_stripe(&mut self, stripe: u64, start: u64, len: u64, reads: &mut Vec<DiskOp>, writes: &mut Vec<DiskOp>) {
+    fn plan_stripe(
+        &mut self,
+        stripe: u64,
+        start: u64,
+        len: u64,
+        reads: &mut Vec<DiskOp>,
+        writes: &mut Vec<DiskOp>,
+    ) {
         let chunk = self.chunk_bytes;
         let base = stripe * chunk;
         let parity = self.parity_disk(stripe);
@@ -222,7 +238,11 @@ impl Raid5 {
         };
         for i in first..=last {
             let s = if i == first { start % chunk } else { 0 };
-            let e = if i == last { (start + len - 1) % chunk + 1 } else { chunk };
+            let e = if i == last {
+                (start + len - 1) % chunk + 1
+            } else {
+                chunk
+            };
             writes.push((self.data_disk(stripe, i), base + s, e - s, true));
         }
         writes.push((parity, base + lo, hi - lo, true));
@@ -291,9 +311,14 @@ mod tests {
         let seq_mb_s = 1000.0 * (1 << 20) as f64 / (seq / 1e3) / 1e6;
         assert!((seq_mb_s - 226.0).abs() < 1.0, "{seq_mb_s} MB/s");
         let pages = 6_000_000_000_000 / 4096;
-        let rnd: f64 = (0..1000).map(|_| d.serve(rng.below(pages) * 4096, 4096, true)).sum();
+        let rnd: f64 = (0..1000)
+            .map(|_| d.serve(rng.below(pages) * 4096, 4096, true))
+            .sum();
         let iops = 1000.0 / (rnd / 1e3);
-        assert!((60.0..80.0).contains(&iops), "{iops} random writes per second");
+        assert!(
+            (60.0..80.0).contains(&iops),
+            "{iops} random writes per second"
+        );
     }
 
     /// Whole stripes need no reads; a 4 KiB write reads and writes two
@@ -309,7 +334,10 @@ mod tests {
         assert!((t - one_chunk_ms).abs() < 1e-9, "{t}");
         let seq: f64 = (1..200u64).map(|i| r.write(i * stripe, stripe)).sum();
         let mb_s = 199.0 * stripe as f64 / (seq / 1e3) / 1e6;
-        assert!((mb_s - 5.0 * 226.0).abs() < 5.0, "{mb_s} MB/s: five data disks");
+        assert!(
+            (mb_s - 5.0 * 226.0).abs() < 5.0,
+            "{mb_s} MB/s: five data disks"
+        );
         let mut r = Raid5::hibachi_paper();
         let mut rng = tiermux_core::rng::Rng::new(2);
         let pages = 5 * 6_000_000_000_000 / 4096;
@@ -321,7 +349,10 @@ mod tests {
         // Reading old data and parity takes a seek and half a rotation;
         // writing them back where they were read, nearly a rotation:
         // 1 / (8.5 + 4.17 + 8.33 ms) = 48 per second.
-        assert!((44.0..52.0).contains(&iops), "{iops} random 4 KiB writes per second");
+        assert!(
+            (44.0..52.0).contains(&iops),
+            "{iops} random 4 KiB writes per second"
+        );
     }
 
     /// A run of 256 pages written at once costs a small fraction of the
@@ -333,7 +364,12 @@ mod tests {
         let mut rnd = Raid5::hibachi_paper();
         let mut rng = tiermux_core::rng::Rng::new(3);
         let pages = 5 * 6_000_000_000_000 / 4096;
-        let t_rnd: f64 = (0..256).map(|_| rnd.write(rng.below(pages) * 4096, 4096)).sum();
-        assert!(t_rnd > 100.0 * t_one, "random {t_rnd} ms vs one write {t_one} ms");
+        let t_rnd: f64 = (0..256)
+            .map(|_| rnd.write(rng.below(pages) * 4096, 4096))
+            .sum();
+        assert!(
+            t_rnd > 100.0 * t_one,
+            "random {t_rnd} ms vs one write {t_one} ms"
+        );
     }
 }

@@ -157,7 +157,15 @@ fn hybrid_arc_lends_nvram_to_returning_clean_pages() {
     }
     let arc = run("hybrid-arc", &Params::new(), &a, 64);
     let lru = run("hybrid-lru", &Params::new(), &a, 64);
-    assert!(lru.read_hit_ratio() < 0.05, "LRU's 32 DRAM pages thrash: {}", lru.read_hit_ratio());
+    assert!(
+        lru.read_hit_ratio() < 0.05,
+        "LRU's 32 DRAM pages thrash: {}",
+        lru.read_hit_ratio()
+    );
     assert!(arc.read_hit_ratio() > 0.5, "{}", arc.read_hit_ratio());
-    assert!(arc.read_hit_ratio_on(1) > 0.1, "clean pages borrow NVRAM: {}", arc.read_hit_ratio_on(1));
+    assert!(
+        arc.read_hit_ratio_on(1) > 0.1,
+        "clean pages borrow NVRAM: {}",
+        arc.read_hit_ratio_on(1)
+    );
 }

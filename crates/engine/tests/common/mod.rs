@@ -82,8 +82,9 @@ pub fn config(dir: &Path, policy: &str, extra: &str) -> VolumeConfig {
     } else {
         256 << 10
     };
-    // Stacked caching gets a second, larger cache between the two.
-    let middle = if policy == "stacked" {
+    // Stacked caching gets a second, larger cache between the two, and
+    // Hibachi an NVRAM between its DRAM and home.
+    let middle = if policy == "stacked" || policy == "hibachi" {
         "[[device]]\nname = \"middle\"\npath = \"middle.img\"\nsize = 524288\n"
     } else {
         ""

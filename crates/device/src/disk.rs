@@ -152,7 +152,7 @@ impl Raid5 {
     pub fn new(spec: DiskSpec, disks: usize, chunk_bytes: u64) -> Raid5 {
         assert!(disks >= 3, "RAID-5 needs at least three disks");
         assert!(
-            chunk_bytes > 0 && chunk_bytes % 512 == 0,
+            chunk_bytes > 0 && chunk_bytes.is_multiple_of(512),
             "chunks are whole sectors"
         );
         Raid5 {
@@ -253,8 +253,9 @@ impl Raid5 {
         }
         self.partial_stripes += 1;
         let untouched = self.data_disks() - touched;
-        if touched + 1 <= untouched {
-            // Read-modify-write: old data and old parity.
+        // Read-modify-write (old data and old parity) when that reads
+        // fewer chunks than reconstructing from the untouched data.
+        if touched < untouched {
             for i in first..=last {
                 reads.push((self.data_disk(stripe, i), base + lo, hi - lo, false));
             }

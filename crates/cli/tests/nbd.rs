@@ -60,7 +60,53 @@ latency_us_4k = 40.0
 gb_per_s_4k = 1.0
 "#;
 
+/// A Hibachi volume over three devices: DRAM (clean pages), NVRAM (dirty
+/// pages, and clean ones it lends) and home, with the NVRAM kept small so
+/// that flushes, runs and migrations happen within the tests.
+fn hibachi_config() -> String {
+    let devices_start = CONFIG.find("[[device]]").unwrap();
+    let profiles_start = CONFIG.find("[[profile]]").unwrap();
+    let devices = r#"[[device]]
+name = "dram"
+path = "dram.img"
+size = "512KiB"
+profile = "fast-test"
+
+[[device]]
+name = "nvram"
+path = "nvram.img"
+size = "512KiB"
+profile = "fast-test"
+
+[[device]]
+name = "slow"
+path = "slow.img"
+profile = "slow-test"
+
+[policy]
+name = "hibachi"
+run_threshold = 4
+reserve_blocks = 8
+
+"#;
+    format!(
+        "{}{devices}{}",
+        &CONFIG[..devices_start],
+        &CONFIG[profiles_start..]
+    )
+}
+
+/// The volumes the client tests run on: NHC over two devices, Hibachi
+/// over three.
+fn configs() -> [(&'static str, String); 2] {
+    [("nhc", CONFIG.to_string()), ("hibachi", hibachi_config())]
+}
+
 fn data_dir(tag: &str) -> PathBuf {
+    data_dir_with(tag, CONFIG)
+}
+
+fn data_dir_with(tag: &str, config: &str) -> PathBuf {
     let base = if Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
@@ -69,7 +115,7 @@ fn data_dir(tag: &str) -> PathBuf {
     let d = base.join(format!("tiermux-nbd-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("volume.toml"), CONFIG).unwrap();
+    std::fs::write(d.join("volume.toml"), config).unwrap();
     d
 }
 
@@ -184,7 +230,15 @@ fn real_clients_read_what_they_wrote() {
     if !have_tools(&["nbdinfo", "nbdcopy", "qemu-io", "fio"]) {
         return;
     }
-    let dir = data_dir("clients");
+    for (name, config) in configs() {
+        clients_read_what_they_wrote(&data_dir_with(&format!("clients-{name}"), &config));
+    }
+}
+
+/// nbdinfo, qemu-io, nbdcopy and fio with verification on the volume in
+/// `dir`, across a clean restart and kill -9.
+fn clients_read_what_they_wrote(dir: &Path) {
+    let dir = dir.to_path_buf();
     let s = Served::start(&dir);
     let info = run(Command::new("nbdinfo").arg(s.uri()));
     assert!(info.contains("export-size: 67108864"), "{info}");
@@ -527,7 +581,15 @@ fn stamp(block: u64, seq: u64) -> Vec<u8> {
 
 #[test]
 fn no_acknowledged_write_is_lost_over_200_crashes() {
-    let dir = data_dir("crash");
+    for (name, config) in configs() {
+        survives_200_crashes(name, &data_dir_with(&format!("crash-{name}"), &config));
+    }
+}
+
+/// Writes with up to 16 in flight, kill -9 at a random moment, 200 times;
+/// every block must hold its last acknowledged write or one in flight.
+fn survives_200_crashes(name: &str, dir: &Path) {
+    let dir = dir.to_path_buf();
     let mut rng = Rng::new(2026);
     // Per block: the last acknowledged sequence number and the sequence
     // numbers in flight when the server was killed.
@@ -632,7 +694,7 @@ fn no_acknowledged_write_is_lost_over_200_crashes() {
             u.retain(|&sq| sq > acked[b]);
         }
     }
-    println!("crash test: {crashes} crash points, {acks_total} acknowledged writes, {checked} block checks, {lost} lost acknowledged writes");
+    println!("crash test ({name}): {crashes} crash points, {acks_total} acknowledged writes, {checked} block checks, {lost} lost acknowledged writes");
     assert!(acks_total > 10_000, "too few writes: {acks_total}");
     assert_eq!(lost, 0);
     std::fs::remove_dir_all(&dir).ok();

@@ -12,7 +12,7 @@ use tiermux_core::replacement::ReplacementKind;
 use tiermux_trace::info::TraceInfo;
 use tiermux_trace::replay::{replay_accesses, TraceVolume};
 use tiermux_trace::synth::SynthSpec;
-use tiermux_trace::{formats, BlockTrace, Format};
+use tiermux_trace::{formats, BlockTrace, Format, PageTrace};
 
 /// `tiermux trace` subcommands.
 #[derive(Subcommand)]
@@ -71,8 +71,8 @@ pub struct ReadOpts {
 }
 
 impl ReadOpts {
-    /// Reads `path`, returning the trace, its format and the page size.
-    pub fn read(&self, path: &Path) -> Result<(BlockTrace, Format, u64)> {
+    /// The format and page size for `path`.
+    fn resolve(&self, path: &Path) -> Result<(Format, u64)> {
         let format = Format::resolve(self.format.as_deref(), path)?;
         let page_bytes = match self.page_size {
             Some(0) => bail!("--page-size must be at least 1 byte"),
@@ -80,8 +80,20 @@ impl ReadOpts {
             None if format == Format::Arc => 512,
             None => 4096,
         };
+        Ok((format, page_bytes))
+    }
+
+    /// Reads `path`, returning the trace, its format and the page size.
+    pub fn read(&self, path: &Path) -> Result<(BlockTrace, Format, u64)> {
+        let (format, page_bytes) = self.resolve(path)?;
         let trace = formats::read(path, &format)?;
         Ok((trace, format, page_bytes))
+    }
+
+    /// Reads `path` as runs of pages (compact, for replay).
+    pub fn read_pages(&self, path: &Path) -> Result<PageTrace> {
+        let (format, page_bytes) = self.resolve(path)?;
+        formats::read_pages(path, &format, page_bytes)
     }
 }
 
@@ -196,19 +208,20 @@ pub fn replay_cmd(
         }
     };
     let t0 = Instant::now();
-    let (t, _, page_bytes) = read.read(trace)?;
+    let t = read.read_pages(trace)?;
+    let page_bytes = read.resolve(trace)?.1;
     let load_s = t0.elapsed().as_secs_f64();
-    let page_count = t.pages(page_bytes).count();
+    let page_count = t.page_count();
     outln!(
         "{}: {} requests, {page_count} references to {page_bytes}-byte pages, policy {policy}",
         trace.display(),
-        t.requests.len(),
+        t.requests,
     );
     if let Some(kind) = fast {
         outln!("{:>12} {:>10} {:>14}", "cache pages", "hit %", "refs/s");
         for &n in sizes {
             let s = Instant::now();
-            let h = tiermux_trace::replay::hit_ratio(t.pages(page_bytes), kind, n);
+            let h = tiermux_trace::replay::hit_ratio(t.pages(), kind, n);
             let secs = s.elapsed().as_secs_f64();
             outln!(
                 "{n:>12} {:>10.2} {:>14.0}",
@@ -248,7 +261,7 @@ pub fn replay_cmd(
         let r = replay_accesses(
             policy,
             &params,
-            t.page_accesses(page_bytes),
+            t.page_accesses(),
             volume(n as u64, reserve),
             true,
         )?;
@@ -332,13 +345,12 @@ pub fn mrc_cmd(
             bail!("--sample-rate must be in (0, 1], got {r}");
         }
     }
-    let (t, _, page_bytes) = read.read(trace)?;
+    let t = read.read_pages(trace)?;
     if let Some(rate) = sample_rate {
-        return sampled_mrc(&t, page_bytes, trace, sizes, rate);
+        return sampled_mrc(&t, trace, sizes, rate);
     }
     let start = Instant::now();
-    let page_count = t.pages(page_bytes).count();
-    let m = tiermux_trace::MissRatioCurve::of(t.pages(page_bytes), page_count);
+    let m = tiermux_trace::MissRatioCurve::of(t.pages(), t.page_count() as usize);
     let secs = start.elapsed().as_secs_f64();
     outln!(
         "{}: {} page references, {} distinct pages; LRU's curve in one pass ({:.2} s, {:.0} refs/s)",
@@ -362,20 +374,14 @@ pub fn mrc_cmd(
 
 /// `tiermux replay --mrc --sample-rate R`: LRU's curve estimated from a
 /// spatial sample of the pages.
-fn sampled_mrc(
-    t: &BlockTrace,
-    page_bytes: u64,
-    trace: &Path,
-    sizes: &[usize],
-    rate: f64,
-) -> Result<()> {
+fn sampled_mrc(t: &PageTrace, trace: &Path, sizes: &[usize], rate: f64) -> Result<()> {
     let start = Instant::now();
-    let m = tiermux_trace::SampledCurve::of(t.pages(page_bytes), rate);
+    let m = tiermux_trace::SampledCurve::of(t.pages(), rate);
     let secs = start.elapsed().as_secs_f64();
     outln!(
         "{}: {} page references, {} sampled at rate {rate}; LRU's curve estimated in {:.2} s",
         trace.display(),
-        t.pages(page_bytes).count(),
+        t.page_count(),
         m.sampled_references(),
         secs
     );

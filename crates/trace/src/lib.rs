@@ -17,6 +17,6 @@ pub mod request;
 pub mod source;
 pub mod synth;
 
-pub use formats::{read, Format};
+pub use formats::{read, read_pages, Format};
 pub use mrc::{MissRatioCurve, SampledCurve};
-pub use request::{BlockTrace, Request};
+pub use request::{BlockTrace, PageRun, PageTrace, Request};

@@ -86,3 +86,72 @@ mod tests {
         assert_eq!(req(4096, 0).pages(4096).count(), 0);
     }
 }
+
+/// A request as the pages it touches: 16 bytes, for replaying traces of
+/// tens of millions of requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageRun {
+    /// The first page touched.
+    pub first_page: u64,
+    /// Pages touched from it.
+    pub pages: u32,
+    /// Whether the request writes.
+    pub write: bool,
+}
+
+/// A trace as runs of pages of one size, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageTrace {
+    /// One run per request that touches a page.
+    pub runs: Vec<PageRun>,
+    /// Requests read, empty ones included.
+    pub requests: u64,
+}
+
+impl PageTrace {
+    /// Gathers the pages of `page_bytes` that `requests` touch.
+    pub fn gather(
+        requests: impl Iterator<Item = anyhow::Result<Request>>,
+        page_bytes: u64,
+        size_hint: usize,
+    ) -> anyhow::Result<PageTrace> {
+        let mut t = PageTrace {
+            runs: Vec::with_capacity(size_hint),
+            requests: 0,
+        };
+        for r in requests {
+            let r = r?;
+            t.requests += 1;
+            let p = r.pages(page_bytes);
+            if p.is_empty() {
+                continue;
+            }
+            t.runs.push(PageRun {
+                first_page: p.start,
+                pages: u32::try_from(p.end - p.start).expect("a request of at most 4 GiB"),
+                write: r.op == Op::Write,
+            });
+        }
+        Ok(t)
+    }
+
+    /// Page references in order, each with its request's operation.
+    pub fn page_accesses(&self) -> impl Iterator<Item = (u64, Op)> + Clone + '_ {
+        self.runs.iter().flat_map(|r| {
+            let op = if r.write { Op::Write } else { Op::Read };
+            (r.first_page..r.first_page + r.pages as u64).map(move |p| (p, op))
+        })
+    }
+
+    /// Page numbers in order, reads and writes alike.
+    pub fn pages(&self) -> impl Iterator<Item = u64> + Clone + '_ {
+        self.runs
+            .iter()
+            .flat_map(|r| r.first_page..r.first_page + r.pages as u64)
+    }
+
+    /// Page references in all.
+    pub fn page_count(&self) -> u64 {
+        self.runs.iter().map(|r| r.pages as u64).sum()
+    }
+}

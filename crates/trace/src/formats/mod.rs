@@ -21,7 +21,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::request::BlockTrace;
+use crate::request::{BlockTrace, PageTrace};
 use crate::source::{open_bytes, Requests};
 pub use csv_spec::CsvSpec;
 
@@ -190,6 +190,20 @@ pub fn read(path: &Path, format: &Format) -> Result<BlockTrace> {
         bail!("{}: empty trace (no requests)", path.display());
     }
     Ok(BlockTrace { requests })
+}
+
+/// Reads the trace at `path` as runs of pages of `page_bytes`, without
+/// keeping each request whole (16 bytes per request); a trace without
+/// requests is an error.
+pub fn read_pages(path: &Path, format: &Format, page_bytes: u64) -> Result<PageTrace> {
+    // Text traces hold about one request per 20 bytes; binary ones 24-40.
+    let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let hint = (file_bytes / 24).min(1 << 28) as usize;
+    let t = PageTrace::gather(open(path, format)?, page_bytes, hint)?;
+    if t.requests == 0 {
+        bail!("{}: empty trace (no requests)", path.display());
+    }
+    Ok(t)
 }
 
 /// Writes `trace` to `path` in `format` (zstd-compressed when the name

@@ -12,6 +12,7 @@
 //! path = "fast.img"        # file or block device, relative to --data-dir
 //! size = "256MiB"          # required for every device but the last
 //! profile = "emu-optane"   # optional: emulated timing (built-in or [[profile]])
+//! array = "raid5-hibachi"  # or: an emulated disk array (six 7,200 rpm disks, RAID-5)
 //! role = "cache"           # optional: cache, tier or home (default: every
 //!                          # device caches the next one; the last is home)
 //! [device.faults]          # optional, for testing: operations reported failed
@@ -105,6 +106,8 @@ struct DeviceFile {
     #[serde(default)]
     profile: Option<String>,
     #[serde(default)]
+    array: Option<String>,
+    #[serde(default)]
     direct: Option<bool>,
     #[serde(default)]
     role: Option<DeviceRole>,
@@ -185,6 +188,9 @@ pub struct DeviceConfig {
     pub size_bytes: u64,
     /// Emulated timing.
     pub profile: Option<ProfileSpec>,
+    /// Emulated disk-array timing (`array = "raid5-hibachi"`), instead of
+    /// a profile.
+    pub array: Option<String>,
     /// Try O_DIRECT.
     pub direct: bool,
     /// What the device is for (default: every device caches the next, the
@@ -314,6 +320,23 @@ fn parse_devices(
             })?),
             None => None,
         };
+        if let Some(a) = &d.array {
+            if profile.is_some() {
+                return Err(cerr(
+                    format!("{field}.array"),
+                    "a device has a profile or an array, not both",
+                ));
+            }
+            if !crate::emulate::ARRAYS.contains(&a.as_str()) {
+                return Err(cerr(
+                    format!("{field}.array"),
+                    format!(
+                        "unknown array '{a}' (known: {})",
+                        crate::emulate::ARRAYS.join(", ")
+                    ),
+                ));
+            }
+        }
         if let Some(f) = &d.faults {
             f.check().map_err(|e| cerr(format!("{field}.faults"), e))?;
         }
@@ -325,6 +348,7 @@ fn parse_devices(
             path: data_dir.join(&d.path),
             size_bytes: size,
             profile,
+            array: d.array.clone(),
             direct: d.direct.unwrap_or(true),
             role: d.role.unwrap_or(DeviceRole::defaults(n)[i]),
             faults: d.faults,

@@ -207,6 +207,11 @@ fn open_devices(cfg: &VolumeConfig) -> Result<Vec<Device>, OpenError> {
             })?;
             dev.wrap(Box::new(timing));
         }
+        if let Some(name) = &d.array {
+            let array = crate::emulate::EmulatedArray::new(name, cfg.block_size as u64)
+                .expect("config checked the array's name");
+            dev.wrap(Box::new(array));
+        }
         if let Some(spec) = d.faults {
             let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             dev.wrap(Box::new(crate::faults::Injected::new(spec, seed)));

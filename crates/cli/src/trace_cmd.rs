@@ -90,10 +90,11 @@ impl ReadOpts {
         Ok((trace, format, page_bytes))
     }
 
-    /// Reads `path` as runs of pages (compact, for replay).
-    pub fn read_pages(&self, path: &Path) -> Result<PageTrace> {
+    /// Reads `path` as runs of pages (compact, for replay), with the
+    /// page size.
+    pub fn read_pages(&self, path: &Path) -> Result<(PageTrace, u64)> {
         let (format, page_bytes) = self.resolve(path)?;
-        formats::read_pages(path, &format, page_bytes)
+        Ok((formats::read_pages(path, &format, page_bytes)?, page_bytes))
     }
 }
 
@@ -208,8 +209,7 @@ pub fn replay_cmd(
         }
     };
     let t0 = Instant::now();
-    let t = read.read_pages(trace)?;
-    let page_bytes = read.resolve(trace)?.1;
+    let (t, page_bytes) = read.read_pages(trace)?;
     let load_s = t0.elapsed().as_secs_f64();
     let page_count = t.page_count();
     outln!(
@@ -266,12 +266,7 @@ pub fn replay_cmd(
             true,
         )?;
         let secs = s.elapsed().as_secs_f64();
-        let home = r
-            .writes
-            .iter()
-            .rposition(|w| w.iter().sum::<u64>() > 0)
-            .unwrap_or(0);
-        let stored = r.blocks_written(home);
+        let stored = r.storage_blocks;
         outln!(
             "{n:>12} {:>7.2} {:>7.2} {:>8.2} {:>8.2} {:>7.2} {stored:>12} {:>9} {:>8.2} {:>11.2} {:>12.0}",
             r.hit_ratio() * 100.0,
@@ -345,7 +340,7 @@ pub fn mrc_cmd(
             bail!("--sample-rate must be in (0, 1], got {r}");
         }
     }
-    let t = read.read_pages(trace)?;
+    let (t, _) = read.read_pages(trace)?;
     if let Some(rate) = sample_rate {
         return sampled_mrc(&t, trace, sizes, rate);
     }

@@ -50,10 +50,6 @@ const MEAN_SQRT_DISTANCE: f64 = 8.0 / 15.0;
 pub struct Disk {
     spec: DiskSpec,
     head_bytes: u64,
-    /// Requests served, and those that needed no seek.
-    pub requests: u64,
-    /// Requests that started where the previous one ended.
-    pub sequential: u64,
 }
 
 impl Disk {
@@ -63,8 +59,6 @@ impl Disk {
         Disk {
             spec,
             head_bytes: 0,
-            requests: 0,
-            sequential: 0,
         }
     }
 
@@ -96,13 +90,12 @@ impl Disk {
     /// platter turns to it. Behind on the same track (rewriting what was
     /// just read): it turns nearly once round. Elsewhere: a seek and half
     /// a rotation on average.
-    fn position_ms(&mut self, offset_bytes: u64, write: bool) -> f64 {
+    fn position_ms(&self, offset_bytes: u64, write: bool) -> f64 {
         let rotation_ms = 2.0 * self.rotational_latency_ms();
         let track_bytes = self.spec.transfer_bytes_per_s * rotation_ms / 1e3;
         let distance = offset_bytes.abs_diff(self.head_bytes);
         let turn_ms = distance as f64 / self.spec.transfer_bytes_per_s * 1e3;
         if distance == 0 {
-            self.sequential += 1;
             0.0
         } else if (distance as f64) < track_bytes {
             if offset_bytes > self.head_bytes {
@@ -117,7 +110,6 @@ impl Disk {
 
     /// Serves one request and returns its time, ms.
     pub fn serve(&mut self, offset_bytes: u64, size_bytes: u64, write: bool) -> f64 {
-        self.requests += 1;
         let transfer_ms = size_bytes as f64 / self.spec.transfer_bytes_per_s * 1e3;
         let position_ms = self.position_ms(offset_bytes, write);
         self.head_bytes = offset_bytes + size_bytes;

@@ -54,6 +54,8 @@ pub struct ReplayStats {
     pub reads: [[u64; Purpose::COUNT]; MAX_DEVICES],
     /// Device writes, by device and purpose.
     pub writes: [[u64; Purpose::COUNT]; MAX_DEVICES],
+    /// Blocks written to the home device (the storage), every purpose.
+    pub storage_blocks: u64,
     /// Writes to the home device (the storage), as runs of consecutive
     /// blocks written one after another: run counts by length class
     /// (class `k` holds lengths in `(2^(k-1), 2^k]`, class 0 length 1).
@@ -118,6 +120,7 @@ impl ReplayStats {
     }
 
     fn storage_write(&mut self, block: u64) {
+        self.storage_blocks += 1;
         match &mut self.open_run {
             Some((start, len)) if *start + *len == block => *len += 1,
             _ => {

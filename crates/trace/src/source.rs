@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::request::Request;
+use crate::request::{Request, SECTOR_BYTES};
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 const READ_BUFFER_BYTES: usize = 1 << 20;
@@ -80,9 +80,15 @@ pub trait RecordFormat {
     fn parse(&mut self, record: &[u8], pos: Pos) -> Result<Parsed>;
 }
 
-/// A stream of requests read from a file.
+/// Where requests come from: the next one, `None` at the end.
+trait Source {
+    fn next_request(&mut self) -> Result<Option<Request>>;
+}
+
+/// A stream of requests read from a file; it ends after the first error.
 pub struct Requests {
-    source: Box<dyn Iterator<Item = Result<Request>>>,
+    source: Box<dyn Source>,
+    done: bool,
 }
 
 impl Requests {
@@ -94,10 +100,10 @@ impl Requests {
             format,
             line: 0,
             buf: Vec::with_capacity(256),
-            done: false,
         };
         Requests {
             source: Box::new(lines),
+            done: false,
         }
     }
 
@@ -113,10 +119,10 @@ impl Requests {
             file,
             format,
             offset: 0,
-            done: false,
         };
         Requests {
             source: Box::new(records),
+            done: false,
         }
     }
 }
@@ -125,7 +131,12 @@ impl Iterator for Requests {
     type Item = Result<Request>;
 
     fn next(&mut self) -> Option<Result<Request>> {
-        self.source.next()
+        if self.done {
+            return None;
+        }
+        let r = self.source.next_request().transpose();
+        self.done = !matches!(r, Some(Ok(_)));
+        r
     }
 }
 
@@ -135,10 +146,9 @@ struct TextSource<F> {
     format: F,
     line: u64,
     buf: Vec<u8>,
-    done: bool,
 }
 
-impl<F: LineFormat> TextSource<F> {
+impl<F: LineFormat> Source for TextSource<F> {
     fn next_request(&mut self) -> Result<Option<Request>> {
         loop {
             self.buf.clear();
@@ -180,26 +190,12 @@ impl<F: LineFormat> TextSource<F> {
     }
 }
 
-impl<F: LineFormat> Iterator for TextSource<F> {
-    type Item = Result<Request>;
-
-    fn next(&mut self) -> Option<Result<Request>> {
-        if self.done {
-            return None;
-        }
-        let r = self.next_request().transpose();
-        self.done = !matches!(r, Some(Ok(_)));
-        r
-    }
-}
-
 struct BinarySource<F> {
     input: Box<dyn BufRead>,
     file: String,
     format: F,
     offset: u64,
     buf: Vec<u8>,
-    done: bool,
 }
 
 impl<F: RecordFormat> BinarySource<F> {
@@ -229,7 +225,9 @@ impl<F: RecordFormat> BinarySource<F> {
         }
         Ok(true)
     }
+}
 
+impl<F: RecordFormat> Source for BinarySource<F> {
     fn next_request(&mut self) -> Result<Option<Request>> {
         loop {
             if !self.fill()? {
@@ -248,19 +246,6 @@ impl<F: RecordFormat> BinarySource<F> {
                 Parsed::End => return Ok(None),
             }
         }
-    }
-}
-
-impl<F: RecordFormat> Iterator for BinarySource<F> {
-    type Item = Result<Request>;
-
-    fn next(&mut self) -> Option<Result<Request>> {
-        if self.done {
-            return None;
-        }
-        let r = self.next_request().transpose();
-        self.done = !matches!(r, Some(Ok(_)));
-        r
     }
 }
 
@@ -310,6 +295,13 @@ impl<'a> Fields<'a> {
         let t = self.text(name)?;
         parse_u64(t.trim_ascii())
             .map_err(|why| anyhow::anyhow!("{}: field '{name}': {why}", self.pos))
+    }
+
+    /// The next field as a non-negative decimal integer below 2^32.
+    pub fn u32(&mut self, name: &str) -> Result<u32> {
+        let v = self.u64(name)?;
+        u32::try_from(v)
+            .map_err(|_| anyhow::anyhow!("{}: field '{name}': {v} is too large", self.pos))
     }
 
     /// Skips the next field (it must be there).
@@ -374,4 +366,28 @@ pub fn scaled(value: u64, unit: u64, pos: Pos, field: &str) -> Result<u64> {
     value
         .checked_mul(unit)
         .with_context(|| format!("{pos}: field '{field}': {value} x {unit} overflows 64 bits"))
+}
+
+/// A little-endian u16 at the start of `b`.
+pub fn le_u16(b: &[u8]) -> u16 {
+    u16::from_le_bytes([b[0], b[1]])
+}
+
+/// A little-endian u32 at the start of `b`.
+pub fn le_u32(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().expect("four bytes"))
+}
+
+/// A little-endian u64 at the start of `b`.
+pub fn le_u64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().expect("eight bytes"))
+}
+
+/// A request widened to whole 512-byte sectors: (first sector, sectors,
+/// whether it had to be widened).
+pub fn sector_span(r: &Request) -> (u64, u64, bool) {
+    let first = r.offset_bytes / SECTOR_BYTES;
+    let end = r.end_bytes().div_ceil(SECTOR_BYTES);
+    let widened = first * SECTOR_BYTES != r.offset_bytes || end * SECTOR_BYTES != r.end_bytes();
+    (first, end - first, widened)
 }

@@ -240,6 +240,8 @@ struct Generator<'a> {
     spec: &'a SynthSpec,
     rng: Rng,
     pages: u64,
+    /// The strides of the read (0) and write (1) permutations.
+    strides: [u64; 2],
     reads: Zipf,
     writes: Zipf,
     size_cdf: Vec<f64>,
@@ -265,6 +267,7 @@ impl<'a> Generator<'a> {
             spec,
             rng: Rng::new(spec.seed),
             pages,
+            strides: [stride(pages, 0), stride(pages, 1)],
             reads: Zipf::new(pages, spec.read_zipf_theta),
             writes: Zipf::new(pages, spec.write_zipf_theta),
             size_cdf,
@@ -278,12 +281,8 @@ impl<'a> Generator<'a> {
     /// Rank `r` of a popularity order to a page, scattered by a
     /// permutation of `0..pages` (an affine map with a stride coprime to
     /// `pages`), a different one for reads and writes.
-    fn scatter(&self, rank: u64, salt: u64) -> u64 {
-        let mut stride = (self.pages / 2 + 1 + salt * 7919) % self.pages.max(1);
-        while gcd(stride.max(1), self.pages) != 1 {
-            stride += 1;
-        }
-        (rank as u128 * stride.max(1) as u128 % self.pages as u128) as u64
+    fn scatter(&self, rank: u64, salt: usize) -> u64 {
+        (rank as u128 * self.strides[salt] as u128 % self.pages as u128) as u64
     }
 
     fn size_bytes(&mut self) -> u32 {
@@ -355,6 +354,16 @@ impl<'a> Generator<'a> {
             size_bytes,
         }
     }
+}
+
+/// The stride of [`Generator::scatter`]'s permutation `salt` of
+/// `0..pages`: coprime to `pages`.
+fn stride(pages: u64, salt: u64) -> u64 {
+    let mut stride = (pages / 2 + 1 + salt * 7919) % pages.max(1);
+    while gcd(stride.max(1), pages) != 1 {
+        stride += 1;
+    }
+    stride.max(1)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {

@@ -137,6 +137,7 @@ fn counts_add_up_on_mixed_workloads() {
             assert_eq!(s.blocks_written(2), flushed + s.writes[2][0], "{policy}");
             let logged: u64 = s.storage_log.as_ref().unwrap().iter().map(|r| r.1).sum();
             assert_eq!(logged, s.blocks_written(2), "{policy}");
+            assert_eq!(s.storage_blocks, s.blocks_written(2), "{policy}");
         }
     }
 }

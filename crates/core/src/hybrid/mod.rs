@@ -245,16 +245,6 @@ impl Hybrid {
         })
     }
 
-    /// The rules this cache runs.
-    pub fn rules(&self) -> &Rules {
-        &self.rules
-    }
-
-    /// Counters since the start.
-    pub fn counters(&self) -> HybridCounters {
-        self.counters
-    }
-
     fn level(&self, i: usize) -> &Level {
         self.levels[i].as_ref().expect("the level exists")
     }

@@ -261,6 +261,9 @@ impl Policy for Hybrid {
             ("dirty_blocks", self.dirty_pages() as f64),
             ("clean_target_blocks", self.clean_target()),
             ("flushed_blocks", self.counters.flushed_pages as f64),
+            ("flush_jobs", self.counters.flushes as f64),
+            ("migrations", self.counters.migrations as f64),
+            ("agings", self.counters.agings as f64),
         ]
     }
     fn layout(&self) -> &str {

@@ -21,7 +21,7 @@ impl LineFormat for Alibaba {
             return Ok(Parsed::Skip);
         }
         let mut f = Fields::new(line, Some(b','), pos);
-        let device = f.u64("device_id")?;
+        let volume = f.u32("device_id")?;
         let op = match f.text("opcode")? {
             b"R" | b"r" => Op::Read,
             b"W" | b"w" => Op::Write,
@@ -34,9 +34,6 @@ impl LineFormat for Alibaba {
         let length = f.u64("length")?;
         let time_us = f.u64("timestamp")?;
         f.end(5)?;
-        let Ok(volume) = u32::try_from(device) else {
-            bail!("{pos}: field 'device_id': {device} is too large");
-        };
         Ok(Parsed::Request(Request {
             time_ns: scaled(time_us, MICROSECOND_NS, pos, "timestamp")?,
             volume,

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use tiermux_core::Op;
 
 use crate::request::{BlockTrace, Request, SECTOR_BYTES};
-use crate::source::{checked_size, scaled, Fields, LineFormat, Parsed, Pos};
+use crate::source::{checked_size, scaled, sector_span, Fields, LineFormat, Parsed, Pos};
 
 const MAX_BLOCKS: u64 = 1 << 24;
 
@@ -44,12 +44,9 @@ pub fn write(trace: &BlockTrace, out: &mut dyn Write) -> Result<Vec<String>> {
     let mut widened = 0u64;
     let mut written = 0u64;
     for r in trace.requests.iter().filter(|r| r.size_bytes > 0) {
-        let first = r.offset_bytes / SECTOR_BYTES;
-        let end = r.end_bytes().div_ceil(SECTOR_BYTES);
-        if first * SECTOR_BYTES != r.offset_bytes || end * SECTOR_BYTES != r.end_bytes() {
-            widened += 1;
-        }
-        writeln!(out, "{first} {} 0 {written}", end - first)?;
+        let (first, sectors, wide) = sector_span(r);
+        widened += wide as u64;
+        writeln!(out, "{first} {} 0 {written}", sectors)?;
         written += 1;
     }
     let mut notes = vec![

@@ -11,7 +11,9 @@ use anyhow::{bail, Result};
 use tiermux_core::Op;
 
 use crate::request::{BlockTrace, Request, SECTOR_BYTES};
-use crate::source::{checked_size, parse_u64, scaled, Fields, LineFormat, Parsed, Pos};
+use crate::source::{
+    checked_size, parse_u64, scaled, sector_span, Fields, LineFormat, Parsed, Pos,
+};
 
 /// Reads `blkparse` events of one action.
 pub struct Blkparse {
@@ -109,11 +111,8 @@ fn seconds_ns(t: &[u8], pos: Pos) -> Result<u64> {
 pub fn write(trace: &BlockTrace, out: &mut dyn Write) -> Result<Vec<String>> {
     let mut widened = 0u64;
     for (i, r) in trace.requests.iter().enumerate() {
-        let first = r.offset_bytes / SECTOR_BYTES;
-        let end = r.end_bytes().div_ceil(SECTOR_BYTES);
-        if first * SECTOR_BYTES != r.offset_bytes || end * SECTOR_BYTES != r.end_bytes() {
-            widened += 1;
-        }
+        let (first, sectors, wide) = sector_span(r);
+        widened += wide as u64;
         let op = match r.op {
             Op::Read => 'R',
             Op::Write => 'W',
@@ -128,7 +127,7 @@ pub fn write(trace: &BlockTrace, out: &mut dyn Write) -> Result<Vec<String>> {
             r.time_ns / 1_000_000_000,
             r.time_ns % 1_000_000_000,
             0,
-            end - first
+            sectors
         )?;
     }
     let mut notes = Vec::new();

@@ -24,7 +24,7 @@ impl LineFormat for Msr {
         let mut f = Fields::new(line, Some(b','), pos);
         let ticks = f.u64("Timestamp")?;
         f.skip("Hostname")?;
-        let disk = f.u64("DiskNumber")?;
+        let volume = f.u32("DiskNumber")?;
         let op = match f.text("Type")? {
             t if t.eq_ignore_ascii_case(b"Read") => Op::Read,
             t if t.eq_ignore_ascii_case(b"Write") => Op::Write,
@@ -37,9 +37,6 @@ impl LineFormat for Msr {
         let size = f.u64("Size")?;
         f.u64("ResponseTime")?;
         f.end(7)?;
-        let Ok(volume) = u32::try_from(disk) else {
-            bail!("{pos}: field 'DiskNumber': {disk} is too large");
-        };
         Ok(Parsed::Request(Request {
             time_ns: scaled(ticks, TICK_NS, pos, "Timestamp")?,
             volume,

@@ -17,7 +17,7 @@ use anyhow::{bail, Result};
 use tiermux_core::Op;
 
 use crate::request::{BlockTrace, Request};
-use crate::source::{checked_size, scaled, Parsed, Pos, RecordFormat};
+use crate::source::{checked_size, le_u32, le_u64, scaled, Parsed, Pos, RecordFormat};
 
 const SECOND_NS: u64 = 1_000_000_000;
 const OP_NOP: u8 = 0;
@@ -31,14 +31,6 @@ pub struct Oracle {
     pub with_op: bool,
     /// Bytes per unit of the object id.
     pub id_unit_bytes: u64,
-}
-
-fn le_u32(b: &[u8]) -> u32 {
-    u32::from_le_bytes(b[..4].try_into().expect("four bytes"))
-}
-
-fn le_u64(b: &[u8]) -> u64 {
-    u64::from_le_bytes(b[..8].try_into().expect("eight bytes"))
 }
 
 /// libCacheSim's operation codes: gets and reads read; sets, updates and

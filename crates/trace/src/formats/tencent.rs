@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use tiermux_core::Op;
 
 use crate::request::{BlockTrace, Request, SECTOR_BYTES};
-use crate::source::{checked_size, scaled, Fields, LineFormat, Parsed, Pos};
+use crate::source::{checked_size, scaled, sector_span, Fields, LineFormat, Parsed, Pos};
 
 const SECOND_NS: u64 = 1_000_000_000;
 
@@ -30,11 +30,8 @@ impl LineFormat for Tencent {
             1 => Op::Write,
             t => bail!("{pos}: field 'IOType': {t} is neither 0 (read) nor 1 (write)"),
         };
-        let id = f.u64("VolumeID")?;
+        let volume = f.u32("VolumeID")?;
         f.end(5)?;
-        let Ok(volume) = u32::try_from(id) else {
-            bail!("{pos}: field 'VolumeID': {id} is too large");
-        };
         Ok(Parsed::Request(Request {
             time_ns: scaled(seconds, SECOND_NS, pos, "Timestamp")?,
             volume,
@@ -49,11 +46,8 @@ impl LineFormat for Tencent {
 pub fn write(trace: &BlockTrace, out: &mut dyn Write) -> Result<Vec<String>> {
     let mut widened = 0u64;
     for r in &trace.requests {
-        let first = r.offset_bytes / SECTOR_BYTES;
-        let end = r.end_bytes().div_ceil(SECTOR_BYTES);
-        if first * SECTOR_BYTES != r.offset_bytes || end * SECTOR_BYTES != r.end_bytes() {
-            widened += 1;
-        }
+        let (first, sectors, wide) = sector_span(r);
+        widened += wide as u64;
         let op = match r.op {
             Op::Read => 0,
             Op::Write => 1,
@@ -62,7 +56,7 @@ pub fn write(trace: &BlockTrace, out: &mut dyn Write) -> Result<Vec<String>> {
             out,
             "{},{first},{},{op},{}",
             r.time_ns / SECOND_NS,
-            end - first,
+            sectors,
             r.volume
         )?;
     }

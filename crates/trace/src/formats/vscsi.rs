@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use tiermux_core::Op;
 
 use crate::request::{BlockTrace, Request, SECTOR_BYTES};
-use crate::source::{checked_size, scaled, Parsed, Pos, RecordFormat};
+use crate::source::{checked_size, le_u16, le_u32, le_u64, scaled, Parsed, Pos, RecordFormat};
 
 const V1_BYTES: usize = 32;
 const V2_BYTES: usize = 40;
@@ -43,18 +43,6 @@ impl Vscsi {
         }
         bail!("{file}: byte 0: field 'ver': not a vscsi version 1 or 2 record");
     }
-}
-
-fn le_u16(b: &[u8]) -> u16 {
-    u16::from_le_bytes([b[0], b[1]])
-}
-
-fn le_u32(b: &[u8]) -> u32 {
-    u32::from_le_bytes(b[..4].try_into().expect("four bytes"))
-}
-
-fn le_u64(b: &[u8]) -> u64 {
-    u64::from_le_bytes(b[..8].try_into().expect("eight bytes"))
 }
 
 impl RecordFormat for Vscsi {

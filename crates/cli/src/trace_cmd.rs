@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use tiermux_core::build_policy;
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_trace::info::TraceInfo;
 use tiermux_trace::replay::{replay_accesses, TraceVolume};
@@ -194,19 +193,15 @@ pub fn replay_cmd(
     {
         bail!("pure replacement ({policy}) takes no --param, --dram-share or --flush-log; use --policy classic --param replacement={policy}, or a registered policy");
     }
-    // Check the policy and its parameters before reading the trace; a
-    // hybrid cache keeps a reserve slot on each device.
-    let volume = |cache_pages: u64, reserve_pages: u64| TraceVolume {
-        cache_pages,
-        dram_share: opts.dram_share,
-        reserve_pages,
+    // Check the policy and its parameters, and find the cache shape it
+    // builds on, before reading the trace.
+    let shape = match fast {
+        Some(_) => None,
+        None => Some(TraceVolume::fitting(policy, &params, 4, opts.dram_share)?),
     };
-    let reserve = match fast {
-        Some(_) => 0,
-        None => {
-            let probe = build_policy(policy, &params, &volume(4, 1).spec(1), 1)?;
-            u64::from(probe.layout() == "hybrid")
-        }
+    let volume = |cache_pages: u64| TraceVolume {
+        cache_pages,
+        ..shape.expect("a registered policy")
     };
     let t0 = Instant::now();
     let (t, page_bytes) = read.read_pages(trace)?;
@@ -232,16 +227,9 @@ pub fn replay_cmd(
         outln!("(trace read in {load_s:.2} s)");
         return Ok(());
     }
-    let first = if opts.dram_share.is_some() {
-        "DRAM"
-    } else {
-        "cache"
-    };
-    let second = if opts.dram_share.is_some() {
-        "NVRAM"
-    } else {
-        "home"
-    };
+    // Read hits on the first two devices, named as the shape names them.
+    let names = volume(1).spec(1).devices;
+    let (first, second) = (&names[0].name, &names[1].name);
     outln!(
         "{:>12} {:>7} {:>7} {:>8} {:>8} {:>7} {:>12} {:>9} {:>8} {:>11} {:>12}",
         "cache pages",
@@ -258,13 +246,7 @@ pub fn replay_cmd(
     );
     for &n in sizes {
         let s = Instant::now();
-        let r = replay_accesses(
-            policy,
-            &params,
-            t.page_accesses(),
-            volume(n as u64, reserve),
-            true,
-        )?;
+        let r = replay_accesses(policy, &params, t.page_accesses(), volume(n as u64), true)?;
         let secs = s.elapsed().as_secs_f64();
         let stored = r.storage_blocks;
         outln!(

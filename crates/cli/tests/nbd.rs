@@ -60,46 +60,57 @@ latency_us_4k = 40.0
 gb_per_s_4k = 1.0
 "#;
 
-/// A Hibachi volume over three devices: DRAM (clean pages), NVRAM (dirty
-/// pages, and clean ones it lends) and home, with the NVRAM kept small so
-/// that flushes, runs and migrations happen within the tests.
-fn hibachi_config() -> String {
+/// `CONFIG` with its devices and policy replaced by `devices_and_policy`.
+fn with_devices(devices_and_policy: &str) -> String {
     let devices_start = CONFIG.find("[[device]]").unwrap();
     let profiles_start = CONFIG.find("[[profile]]").unwrap();
-    let devices = r#"[[device]]
-name = "dram"
-path = "dram.img"
-size = "512KiB"
-profile = "fast-test"
-
-[[device]]
-name = "nvram"
-path = "nvram.img"
-size = "512KiB"
-profile = "fast-test"
-
-[[device]]
-name = "slow"
-path = "slow.img"
-profile = "slow-test"
-
-[policy]
-name = "hibachi"
-run_threshold = 4
-reserve_blocks = 8
-
-"#;
     format!(
-        "{}{devices}{}",
+        "{}{devices_and_policy}{}",
         &CONFIG[..devices_start],
         &CONFIG[profiles_start..]
     )
 }
 
+/// `[[device]]` tables of `(name, size)` on the fast test profile, then
+/// the slow home device.
+fn cache_devices(caches: &[(&str, &str)]) -> String {
+    let mut s = String::new();
+    for (name, size) in caches {
+        s += &format!(
+            "[[device]]\nname = \"{name}\"\npath = \"{name}.img\"\nsize = \"{size}\"\nprofile = \"fast-test\"\n\n"
+        );
+    }
+    s + "[[device]]\nname = \"slow\"\npath = \"slow.img\"\nprofile = \"slow-test\"\n\n"
+}
+
+/// A Hibachi volume over three devices: DRAM (clean pages), NVRAM (dirty
+/// pages, and clean ones it lends) and home, with the NVRAM kept small so
+/// that flushes, runs and migrations happen within the tests.
+fn hibachi_config() -> String {
+    with_devices(&format!(
+        "{}[policy]\nname = \"hibachi\"\nrun_threshold = 4\nreserve_blocks = 8\n\n",
+        cache_devices(&[("dram", "512KiB"), ("nvram", "512KiB")])
+    ))
+}
+
+/// A TICA volume over four devices: DRAM, a read- and a write-optimized
+/// SSD, and home, small enough that moves, demotions and flushes happen
+/// within the tests (TICA-A, switching between EF and WED).
+fn tica_config() -> String {
+    with_devices(&format!(
+        "{}[policy]\nname = \"tica-a\"\nreserve_blocks = 8\nsmbi_steps = 1\n\n",
+        cache_devices(&[("dram", "256KiB"), ("ro", "512KiB"), ("wo", "512KiB")])
+    ))
+}
+
 /// The volumes the client tests run on: NHC over two devices, Hibachi
-/// over three.
-fn configs() -> [(&'static str, String); 2] {
-    [("nhc", CONFIG.to_string()), ("hibachi", hibachi_config())]
+/// over three, TICA over four.
+fn configs() -> [(&'static str, String); 3] {
+    [
+        ("nhc", CONFIG.to_string()),
+        ("hibachi", hibachi_config()),
+        ("tica", tica_config()),
+    ]
 }
 
 fn data_dir(tag: &str) -> PathBuf {

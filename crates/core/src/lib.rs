@@ -23,6 +23,8 @@ pub mod replacement;
 pub mod rng;
 pub mod safe;
 pub mod segments;
+mod slots;
+pub mod tica;
 pub mod tiering;
 pub mod types;
 pub mod zipf;

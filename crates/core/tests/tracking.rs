@@ -59,12 +59,40 @@ fn volume3() -> VolumeSpec {
     v
 }
 
+/// TICA's hierarchy: DRAM, a read-optimized and a write-optimized SSD
+/// over the home device.
+fn volume4() -> VolumeSpec {
+    let mut v = volume();
+    v.devices[0].capacity_blocks = CACHE_BLOCKS / 2;
+    for name in ["ro", "wo"] {
+        v.devices.insert(
+            v.devices.len() - 1,
+            DeviceSpec {
+                name: name.into(),
+                capacity_blocks: CACHE_BLOCKS,
+                role: DeviceRole::Cache,
+            },
+        );
+    }
+    v
+}
+
+/// The volume each policy runs on: TICA needs its four devices.
+fn volume_for(policy: &str) -> VolumeSpec {
+    if policy.starts_with("tica") {
+        volume4()
+    } else {
+        volume()
+    }
+}
+
 fn params(policy: &str, write_mode: &str) -> Params {
     let mut p = Params::new();
     if matches!(
         policy,
         "split" | "stripe" | "passthrough" | "hybrid-lru" | "hybrid-arc"
-    ) {
+    ) || policy.starts_with("tica")
+    {
         return p;
     }
     if policy == "hibachi" {
@@ -127,6 +155,9 @@ struct World {
     trims: bool,
     trimmed: HashSet<u64>,
     failed_reads: u64,
+    /// Cache places a block's saved entry may name while its plan runs
+    /// (its pre-entry), with the block, until the plan finishes.
+    guarded: HashMap<(u8, u64), u64>,
 }
 
 impl World {
@@ -200,6 +231,7 @@ impl World {
         loop {
             self.check_events(d, writes);
             while let Some(r) = d.pop_ready() {
+                self.check_guard(d, &r);
                 self.pending.push(r);
             }
             while let Some(a) = d.pop_acked() {
@@ -267,10 +299,49 @@ impl World {
 }
 
 impl World {
+    /// A write to a place that a block's saved entry may still name (its
+    /// pre-entry while its plan runs) must be that block's own: a driver
+    /// that persists the map would otherwise bring back, after a power
+    /// cut, an entry pointing at another block's data.
+    fn check_guard(&self, d: &Dispatcher, r: &tiermux_core::Ready) {
+        let key = (r.io.device, r.io.addr);
+        let Some(&owner) = self.guarded.get(&key) else {
+            return;
+        };
+        if r.io.dir != Op::Write || key.0 == d.map().home() {
+            return;
+        }
+        let e = d.map().get(owner);
+        assert!(
+            e.present & (1 << key.0) != 0 && e.loc(key.0) as u64 == key.1,
+            "{}: device {} place {} written while block {owner}'s saved entry may name it (its plan has not finished)",
+            self.label,
+            key.0,
+            key.1
+        );
+    }
+
     /// Settles finished writes; checks that blocks other than a decision's
-    /// own only lose valid copies.
+    /// own only lose valid copies; guards the places pre-entries name.
     fn check_events(&mut self, d: &mut Dispatcher, writes: &HashMap<u64, u64>) {
+        let home = d.map().home();
         while let Some(ev) = d.pop_event() {
+            match &ev {
+                MapEvent::Decided(dec) if dec.own.is_some() => {
+                    let own = dec.own.clone().expect("own blocks");
+                    for &(b, old, new) in dec.changes.iter().filter(|c| own.contains(&c.0)) {
+                        let pre =
+                            tiermux_core::safe::pre_entry(old, new, dec.written_devices, home);
+                        for dev in 0..tiermux_core::map::LOC_DEVICES as u8 {
+                            if dev != home && pre.present & (1 << dev) != 0 {
+                                self.guarded.insert((dev, pre.loc(dev) as u64), b);
+                            }
+                        }
+                    }
+                }
+                MapEvent::Finished(f) => self.guarded.retain(|_, b| *b != f.block),
+                _ => {}
+            }
             if let MapEvent::Finished(f) = &ev {
                 if self.trimmed.remove(&f.tag) {
                     self.uncertain.insert(f.block);
@@ -352,6 +423,7 @@ fn exercise(
         trims: fail_per_mille > 0,
         trimmed: HashSet::new(),
         failed_reads: 0,
+        guarded: HashMap::new(),
     };
     let mut writes = HashMap::new();
     let mut most = (0.0f64, 0.0f64);
@@ -401,7 +473,7 @@ fn tracking_contract_and_restart_for_every_policy() {
     for reg in tiermux_core::REGISTRY {
         for wm in ["wa", "wt", "wb"] {
             for seed in 0..6u64 {
-                let (most, _) = exercise(reg.name, wm, seed, &volume(), 0);
+                let (most, _) = exercise(reg.name, wm, seed, &volume_for(reg.name), 0);
                 // Colloid moves every hot segment off the fast device,
                 // which looks ten times slower here.
                 let offloads_all = reg.name.starts_with("colloid");
@@ -518,7 +590,7 @@ fn failed_operations_leave_every_policy_consistent() {
     for reg in tiermux_core::REGISTRY {
         for wm in ["wa", "wt", "wb"] {
             for seed in 0..4u64 {
-                exercise(reg.name, wm, 100 + seed, &volume(), 30);
+                exercise(reg.name, wm, 100 + seed, &volume_for(reg.name), 30);
             }
         }
     }
@@ -544,6 +616,30 @@ fn hybrid_caches_over_three_devices() {
             assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
             let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
             assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
+        }
+    }
+}
+
+/// TICA over DRAM, RO-SSD, WO-SSD and home: data is safe across restarts
+/// and failures, every job kind runs, and the modes differ as they
+/// should (EF drops DRAM victims, WED copies them to the WO-SSD).
+#[test]
+fn tica_over_four_devices() {
+    for policy in ["tica-ef", "tica-wed", "tica-a"] {
+        for seed in 0..6u64 {
+            let (most, state) = exercise(policy, "wb", seed, &volume4(), 0);
+            assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
+            let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
+            assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
+            assert!(get("moves") > 0.0, "{policy}: nothing moved to RO");
+            match policy {
+                "tica-ef" => assert!(get("demotions") == 0.0 && get("drops") > 0.0),
+                "tica-wed" => assert!(get("demotions") > 0.0, "wed: nothing demoted"),
+                _ => {}
+            }
+        }
+        for seed in 0..6u64 {
+            exercise(policy, "wb", 400 + seed, &volume4(), 30);
         }
     }
 }

@@ -77,7 +77,7 @@ fn run(spec: &Spec<'_>) -> Outcome {
         crashes: 0,
         fingerprint: Vec::new(),
     };
-    let mut fingerprint = vec![0u64; 8];
+    let mut fingerprint = vec![0u64; FINGERPRINT_LEN];
     let hot = VOL_BYTES / 8;
     let mut issued = 0;
     while issued < spec.ops || !inflight.is_empty() {
@@ -188,17 +188,22 @@ fn random_request(
     Some((id, req, f))
 }
 
-/// Adds the volume's device and request counters to `fingerprint`.
+/// A run's fingerprint: bytes read and written per device (up to four),
+/// then requests, then bytes a tiering policy moved.
+const REQUESTS: usize = 8;
+const MOVED_BYTES: usize = 9;
+const FINGERPRINT_LEN: usize = 10;
+
 fn note(h: &Harness, fingerprint: &mut [u64]) {
     let v = h.vol();
     for (i, d) in v.devices().iter().enumerate() {
         fingerprint[2 * i] += d.counters.read_bytes;
         fingerprint[2 * i + 1] += d.counters.write_bytes;
     }
-    fingerprint[6] += v.stats().requests;
+    fingerprint[REQUESTS] += v.stats().requests;
     // Bytes a tiering policy copied between devices (promotions,
     // demotions, mirroring, cleaning).
-    fingerprint[7] += v
+    fingerprint[MOVED_BYTES] += v
         .policy()
         .controller_state()
         .iter()
@@ -324,16 +329,24 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
             "hemem" | "most" | "batman" | "colloid" | "colloid+" | "colloid++"
         ) {
             // Segments moved between the devices, crashes included.
-            assert!(out.fingerprint[7] > 0, "{policy}: nothing moved: {out:?}");
+            assert!(
+                out.fingerprint[MOVED_BYTES] > 0,
+                "{policy}: nothing moved: {out:?}"
+            );
             println!(
                 "{policy}: {} crash points, {} bytes moved",
-                out.crashes, out.fingerprint[7]
+                out.crashes, out.fingerprint[MOVED_BYTES]
             );
         }
-        if *policy == "hibachi" {
-            // DRAM, NVRAM and home, dirty data only on NVRAM (a file).
-            assert!(out.crashes >= 200, "hibachi: {} crash points", out.crashes);
-            println!("hibachi: {} crash points", out.crashes);
+        if *policy == "hibachi" || policy.starts_with("tica") {
+            // Hibachi: DRAM, NVRAM and home, dirty data only on NVRAM (a
+            // file). TICA: DRAM, RO- and WO-SSD and home, every device
+            // written.
+            assert!(out.crashes >= 200, "{policy}: {} crash points", out.crashes);
+            println!("{policy}: {} crash points", out.crashes);
+        }
+        if policy.starts_with("tica") {
+            assert!((0..4).all(|d| out.fingerprint[2 * d + 1] > 0), "{out:?}");
         }
         crashes += out.crashes;
     }

@@ -73,6 +73,16 @@ fn config(
     if policy == "passthrough" {
         return c;
     }
+    if policy.starts_with("tica") {
+        // DRAM, a read- and a write-optimized SSD over a slower SSD: a
+        // small DRAM, so that its partitions and the mover are busy.
+        c.devices = ["dram", "optane-905p", "flash-970pro", "sata-870"]
+            .map(String::from)
+            .to_vec();
+        c.middle_device_blocks = vec![cache_blocks, cache_blocks];
+        c.cache_blocks = (cache_blocks / 8).max(3);
+        return c;
+    }
     if policy == "split" {
         c.params
             .insert("split_rate".into(), toml::Value::Float(0.5));

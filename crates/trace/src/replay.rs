@@ -217,12 +217,17 @@ fn settle(dispatcher: &mut Dispatcher, s: &mut ReplayStats, op: Op, home: u8) {
 /// holding every page up to the largest the trace names.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TraceVolume {
-    /// Pages the caches hold in all.
+    /// Pages the caches hold in all; with `ssd_pair`, the pages of each
+    /// SSD.
     pub cache_pages: u64,
-    /// The share of them in a first (DRAM) cache device, if two.
+    /// The share of them in a first (DRAM) cache device, if two; with
+    /// `ssd_pair`, the DRAM's size as a share of one SSD (0.1 if unset).
     pub dram_share: Option<f64>,
     /// Pages added to each cache device beyond its share.
     pub reserve_pages: u64,
+    /// TICA's shape: a DRAM, then a read- and a write-optimized SSD of
+    /// `cache_pages` each, over home.
+    pub ssd_pair: bool,
 }
 
 impl TraceVolume {
@@ -232,7 +237,43 @@ impl TraceVolume {
             cache_pages,
             dram_share: None,
             reserve_pages: 0,
+            ssd_pair: false,
         }
+    }
+
+    /// The shape policy `name` with `params` builds on, from the one
+    /// `dram_share` describes or TICA's: its caches of `cache_pages`, and
+    /// a reserve page on each cache device for the policies that keep one
+    /// (the hybrid caches, TICA). The error is the first shape's.
+    pub fn fitting(
+        name: &str,
+        params: &Params,
+        cache_pages: u64,
+        dram_share: Option<f64>,
+    ) -> Result<TraceVolume, PolicyError> {
+        let mut first = None;
+        for ssd_pair in [false, true] {
+            let v = TraceVolume {
+                cache_pages: 4,
+                dram_share,
+                reserve_pages: 1,
+                ssd_pair,
+            };
+            match build_policy(name, params, &v.spec(1), 1) {
+                Ok(p) => {
+                    let reserve = matches!(p.layout(), "hybrid" | "tica");
+                    return Ok(TraceVolume {
+                        cache_pages,
+                        reserve_pages: u64::from(reserve),
+                        ..v
+                    });
+                }
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        Err(first.expect("a shape was tried"))
     }
 
     /// The volume for pages up to `max_page`.
@@ -243,19 +284,24 @@ impl TraceVolume {
             capacity_blocks,
             role,
         };
+        let extra = self.reserve_pages;
         let mut devices = Vec::new();
-        match self.dram_share {
-            None => devices.push(dev(
-                "cache",
-                self.cache_pages + self.reserve_pages,
-                DeviceRole::Cache,
-            )),
-            Some(share) => {
+        match (self.ssd_pair, self.dram_share) {
+            (true, share) => {
+                let dram = (self.cache_pages as f64 * share.unwrap_or(0.1)).round() as u64;
+                devices.push(dev("dram", dram.max(1) + extra, DeviceRole::Cache));
+                devices.push(dev("ro-ssd", self.cache_pages + extra, DeviceRole::Cache));
+                devices.push(dev("wo-ssd", self.cache_pages + extra, DeviceRole::Cache));
+            }
+            (false, None) => {
+                devices.push(dev("cache", self.cache_pages + extra, DeviceRole::Cache))
+            }
+            (false, Some(share)) => {
                 let dram = (self.cache_pages as f64 * share).round() as u64;
-                devices.push(dev("dram", dram + self.reserve_pages, DeviceRole::Cache));
+                devices.push(dev("dram", dram + extra, DeviceRole::Cache));
                 devices.push(dev(
                     "nvram",
-                    self.cache_pages - dram + self.reserve_pages,
+                    self.cache_pages - dram + extra,
                     DeviceRole::Cache,
                 ));
             }
@@ -360,8 +406,16 @@ mod tests {
             ) {
                 params.set("segment_blocks", ParamValue::Int(4));
             }
-            let s = replay_policy(reg.name, &params, p.iter().copied(), 100)
+            let volume = TraceVolume::fitting(reg.name, &params, 100, None)
                 .unwrap_or_else(|e| panic!("{}: {e}", reg.name));
+            let s = replay_accesses(
+                reg.name,
+                &params,
+                p.iter().map(|&b| (b, Op::Read)),
+                volume,
+                false,
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", reg.name));
             assert_eq!(s.accesses, p.len() as u64, "{}", reg.name);
             assert_eq!(
                 s.hits() + s.misses + s.not_applicable,

@@ -12,6 +12,7 @@ fn volume(cache_pages: u64) -> TraceVolume {
         cache_pages,
         dram_share: Some(0.5),
         reserve_pages: 1,
+        ssd_pair: false,
     }
 }
 

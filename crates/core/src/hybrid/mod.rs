@@ -28,6 +28,7 @@ use std::collections::BTreeSet;
 
 use crate::map::{BlockMap, Entry, PlacementMap};
 use crate::policy::{Ctx, DeviceRole, LockView, PolicyError, VolumeSpec};
+use crate::slots::SlotPool as Level;
 use crate::types::{DeviceIndex, Job, Op, Outcome, Purpose};
 use ghost::Ghost;
 use runs::Runs;
@@ -96,40 +97,6 @@ struct Page {
     after: After,
     /// A migration is queued and has not started.
     migrating: bool,
-}
-
-/// The slots of one cache device.
-#[derive(Clone, Debug)]
-struct Level {
-    device: DeviceIndex,
-    capacity: u64,
-    physical: u32,
-    free: Vec<u32>,
-    /// Pages belonging here (queued evictions excluded).
-    resident: u64,
-}
-
-impl Level {
-    fn new(device: DeviceIndex, physical: u64, reserve: u64) -> Level {
-        let physical = u32::try_from(physical).expect("cache devices address slots in 32 bits");
-        Level {
-            device,
-            capacity: (physical as u64).saturating_sub(reserve),
-            physical,
-            free: (0..physical).rev().collect(),
-            resident: 0,
-        }
-    }
-
-    fn alloc(&mut self) -> Option<u32> {
-        self.free.pop()
-    }
-
-    fn release(&mut self, slot: u32) {
-        assert!(slot < self.physical, "slot {slot} beyond the device");
-        debug_assert!(!self.free.contains(&slot), "slot {slot} freed twice");
-        self.free.push(slot);
-    }
 }
 
 /// Counters for reports and time series.

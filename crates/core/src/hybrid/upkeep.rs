@@ -145,10 +145,7 @@ impl Hybrid {
         }
         for (level, used) in self.levels.iter_mut().zip(&used) {
             if let Some(l) = level.as_mut() {
-                l.free = (0..l.physical)
-                    .rev()
-                    .filter(|&s| !used[s as usize])
-                    .collect();
+                l.set_used(used);
             }
         }
         placed.sort_unstable();
@@ -173,14 +170,8 @@ impl Hybrid {
             };
             let here = now.present & (1 << dev) != 0;
             let same = here && target.valid_on(dev) && now.loc(dev) == target.loc(dev);
-            let reclaimed = !here && target.dirty_on(dev) && {
-                let slot = target.loc(dev);
-                let free = &mut self.level_mut(i).free;
-                free.iter()
-                    .position(|&s| s == slot)
-                    .map(|at| free.swap_remove(at))
-                    .is_some()
-            };
+            let reclaimed =
+                !here && target.dirty_on(dev) && self.level_mut(i).reclaim(target.loc(dev));
             if same || reclaimed {
                 kept = Some((i, target.dirty_on(dev)));
             } else {

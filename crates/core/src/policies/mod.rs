@@ -23,6 +23,7 @@ pub mod sib;
 pub mod split;
 pub mod stacked;
 pub mod stripe;
+pub mod tica;
 pub mod tiered;
 
 /// Constructor signature of a registered policy.
@@ -58,6 +59,9 @@ pub static REGISTRY: &[Registered] = &[
     hibachi::REGISTERED,
     hybrid_lru::REGISTERED,
     hybrid_arc::REGISTERED,
+    tica::REGISTERED_EF,
+    tica::REGISTERED_WED,
+    tica::REGISTERED_A,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

@@ -84,10 +84,19 @@ pub fn config(dir: &Path, policy: &str, extra: &str) -> VolumeConfig {
     };
     // Stacked caching gets a second, larger cache between the two, and
     // Hibachi an NVRAM between its DRAM and home.
+    // TICA gets a read- and a write-optimized SSD between its DRAM and
+    // home.
     let middle = if policy == "stacked" || policy == "hibachi" {
         "[[device]]\nname = \"middle\"\npath = \"middle.img\"\nsize = 524288\n"
+    } else if policy.starts_with("tica") {
+        "[[device]]\nname = \"ro\"\npath = \"ro.img\"\nsize = 262144\n[[device]]\nname = \"wo\"\npath = \"wo.img\"\nsize = 262144\n"
     } else {
         ""
+    };
+    let fast = if policy.starts_with("tica") {
+        128 << 10
+    } else {
+        fast
     };
     let text = format!(
         r#"
@@ -248,4 +257,6 @@ pub const MODES: &[(&str, &str)] = &[
     ("hibachi", "run_threshold = 2"),
     ("hybrid-lru", ""),
     ("hybrid-arc", ""),
+    ("tica-wed", ""),
+    ("tica-a", "smbi_steps = 1"),
 ];

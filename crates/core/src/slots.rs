@@ -1,0 +1,88 @@
+//! The slots of one cache device: which are free, how many the policy
+//! lets pages hold (the device's blocks less a reserve), and how many it
+//! counts as held. Shared by the multi-device caches (`hybrid`, `tica`).
+
+use crate::types::DeviceIndex;
+
+/// The slots of one cache device.
+#[derive(Clone, Debug)]
+pub(crate) struct SlotPool {
+    /// The device the slots are on.
+    pub device: DeviceIndex,
+    /// Slots pages may hold between accesses: the device's blocks less the
+    /// reserve that absorbs a page arriving before its victim has left.
+    pub capacity: u64,
+    /// The device's blocks.
+    pub physical: u32,
+    /// Free slots, the next to hand out last.
+    pub free: Vec<u32>,
+    /// Pages the policy counts on this device.
+    pub resident: u64,
+}
+
+impl SlotPool {
+    /// The `physical` slots of `device`, `reserve` of them kept back.
+    pub fn new(device: DeviceIndex, physical: u64, reserve: u64) -> SlotPool {
+        let physical = u32::try_from(physical).expect("cache devices address slots in 32 bits");
+        SlotPool {
+            device,
+            capacity: (physical as u64).saturating_sub(reserve),
+            physical,
+            free: (0..physical).rev().collect(),
+            resident: 0,
+        }
+    }
+
+    /// Takes a free slot, if any.
+    pub fn alloc(&mut self) -> Option<u32> {
+        self.free.pop()
+    }
+
+    /// Returns `slot` to the free list.
+    pub fn release(&mut self, slot: u32) {
+        assert!(slot < self.physical, "slot {slot} beyond the device");
+        debug_assert!(!self.free.contains(&slot), "slot {slot} freed twice");
+        self.free.push(slot);
+    }
+
+    /// Takes `slot` out of the free list (a slot a repaired copy keeps);
+    /// false when it was not free.
+    pub fn reclaim(&mut self, slot: u32) -> bool {
+        match self.free.iter().position(|&s| s == slot) {
+            Some(at) => {
+                self.free.swap_remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Rebuilds the free list from the slots in use (`used[s]` for slot
+    /// `s`), after a restore.
+    pub fn set_used(&mut self, used: &[bool]) {
+        assert_eq!(used.len(), self.physical as usize, "one flag per slot");
+        self.free = (0..self.physical)
+            .rev()
+            .filter(|&s| !used[s as usize])
+            .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hands_out_every_slot_once_and_takes_them_back() {
+        let mut p = SlotPool::new(2, 4, 1);
+        assert_eq!(p.capacity, 3);
+        let got: Vec<u32> = std::iter::from_fn(|| p.alloc()).collect();
+        assert_eq!(got, vec![0, 1, 2, 3]);
+        p.release(2);
+        assert!(p.reclaim(2) && !p.reclaim(2));
+        p.set_used(&[true, false, true, false]);
+        assert_eq!(p.alloc(), Some(1));
+        assert_eq!(p.alloc(), Some(3));
+        assert_eq!(p.alloc(), None);
+    }
+}

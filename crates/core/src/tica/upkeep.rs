@@ -1,0 +1,299 @@
+//! TICA's background work (moves, demotions, flushes), its recovery from
+//! a saved map and from failed operations, trims, and the [`Policy`] it
+//! presents.
+
+use super::{Page, Status, Tica, DRAM, JOB_DEMOTE, JOB_FLUSH, JOB_MOVE, JOB_RELEASE, RO, WO};
+use crate::map::{Entry, PlacementMap};
+use crate::policy::{Ctx, Policy, TickCtx};
+use crate::types::{Access, Job, Op, Outcome, Purpose};
+
+impl Tica {
+    /// Plans a queued job whose block is now locked. A job whose page has
+    /// changed since it was queued does nothing.
+    fn start(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+        let b = job.block;
+        let Some(page) = self.pages.get(&b).copied() else {
+            return;
+        };
+        match (job.kind, page.status) {
+            (JOB_MOVE, Status::MoveQueued) => self.copy_down(b, DRAM, RO, true, ctx),
+            (JOB_DEMOTE, Status::DemoteQueued) => self.copy_down(b, DRAM, WO, false, ctx),
+            (JOB_FLUSH, Status::Evicting) => {
+                let e = ctx.map.get(b);
+                let Some(level) = [RO, WO, DRAM]
+                    .into_iter()
+                    .find(|&l| e.valid_on(self.dev(l)) && e.dirty_on(self.dev(l)))
+                else {
+                    return;
+                };
+                let src = (self.dev(level), e.loc(self.dev(level)) as u64);
+                ctx.plan
+                    .copy(None, src, (self.home, b), Purpose::Flush, false);
+                ctx.map.entry_mut(b).dirty = 0;
+                self.counters.flushes += 1;
+            }
+            (JOB_MOVE | JOB_DEMOTE | JOB_FLUSH | JOB_RELEASE, _) => {}
+            (k, _) => panic!("TICA queues no job of kind {k}"),
+        }
+    }
+
+    /// Copies `b` from level `from` to level `to` and drops the `from`
+    /// copy (its slot is freed when the job finishes); without a slot on
+    /// `to`, a move waits again and a demotion drops the page.
+    fn copy_down(&mut self, b: u64, from: usize, to: usize, dirty: bool, ctx: &mut Ctx<'_>) {
+        let e = ctx.map.get(b);
+        let (src, dst) = (self.dev(from), self.dev(to));
+        let slot = if self.levels_of(&e) & (1 << from) == 0 {
+            None
+        } else if e.present & (1 << dst) != 0 {
+            Some(e.loc(dst))
+        } else {
+            self.levels[to].alloc()
+        };
+        let Some(slot) = slot else {
+            if dirty {
+                self.refresh(b, ctx.map, Status::MoveWaiting);
+            } else {
+                self.counters.drops += 1;
+                self.forget(b);
+                self.drop_copies_except(b, ctx.map, 0);
+            }
+            return;
+        };
+        let from_slot = e.loc(src);
+        ctx.plan.copy(
+            None,
+            (src, from_slot as u64),
+            (dst, slot as u64),
+            Purpose::Migrate,
+            false,
+        );
+        let en = ctx.map.entry_mut(b);
+        en.drop_copy(src);
+        en.present |= 1 << dst;
+        en.set_loc(dst, slot);
+        if dirty {
+            en.dirty |= 1 << dst;
+            self.counters.moves += 1;
+        } else {
+            self.counters.demotions += 1;
+        }
+        self.releases.entry(b).or_default().push((from, from_slot));
+        self.refresh(b, ctx.map, Status::Idle);
+    }
+
+    /// Bookkeeping when every operation of a job has completed.
+    fn finish(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
+        let b = job.block;
+        for (level, slot) in self.releases.remove(&b).unwrap_or_default() {
+            self.levels[level].release(slot);
+        }
+        if job.kind == JOB_FLUSH
+            && self
+                .pages
+                .get(&b)
+                .is_some_and(|p| p.status == Status::Evicting)
+        {
+            if ctx.map.get(b).dirty == 0 {
+                self.forget(b);
+                self.drop_copies_except(b, ctx.map, 0);
+            } else {
+                // The flush was repaired as failed: the page stays dirty.
+                self.refresh(b, ctx.map, Status::Idle);
+            }
+        }
+        self.rebalance(ctx.map, ctx.locks, ctx.jobs);
+    }
+
+    /// Keeps only the copies a consistent page has: the dirty ones when
+    /// any is dirty (DRAM's rather than RO's beside WO's), else the first
+    /// clean one in read order.
+    fn normalize(&mut self, b: u64, map: &mut PlacementMap) {
+        let e = map.get(b);
+        let on = self.levels_of(&e);
+        let dirty = (0..3).fold(0u8, |m, i| {
+            m | (u8::from(on & (1 << i) != 0 && e.dirty_on(self.dev(i))) << i)
+        });
+        let mut keep = if dirty != 0 { dirty } else { on };
+        if keep & (1 << DRAM) != 0 && keep & (1 << RO) != 0 {
+            keep &= !(1 << RO);
+        }
+        if dirty == 0 {
+            keep &= keep.wrapping_neg(); // the lowest level only
+        }
+        // Stale copies and those not kept leave.
+        let present = (0..3).fold(0u8, |m, i| {
+            m | (u8::from(e.present & (1 << self.dev(i)) != 0) << i)
+        });
+        if present & !keep != 0 {
+            self.drop_copies_except(b, map, keep);
+        }
+    }
+
+    /// Rebuilds the cache from a saved map, whatever copies its entries
+    /// hold (a page reads from its current copies; the others leave with
+    /// its next write or eviction).
+    fn restore_from(&mut self, map: &mut PlacementMap) -> Result<(), String> {
+        assert!(self.pages.is_empty(), "restore into a fresh cache");
+        let mut used: Vec<Vec<bool>> = self
+            .levels
+            .iter()
+            .map(|l| vec![false; l.physical as usize])
+            .collect();
+        let blocks: Vec<(u64, Entry)> = map.iter().collect();
+        let mut placed = Vec::new();
+        for (b, e) in blocks {
+            for (i, used) in used.iter_mut().enumerate() {
+                let dev = self.dev(i);
+                if e.present & (1 << dev) == 0 {
+                    continue;
+                }
+                let slot = e.loc(dev) as usize;
+                match used.get_mut(slot) {
+                    Some(u) if !*u => *u = true,
+                    Some(_) => {
+                        return Err(format!(
+                            "block {b}: slot {slot} of device {dev} is held twice"
+                        ))
+                    }
+                    None => return Err(format!("block {b}: slot {slot} is beyond device {dev}")),
+                }
+            }
+            if e.present & 0b111 != 0 {
+                placed.push(b);
+            }
+        }
+        for (l, used) in self.levels.iter_mut().zip(&used) {
+            l.set_used(used);
+        }
+        placed.sort_unstable();
+        // The map is kept as it is: changes made here would not reach a
+        // driver's journal, and a slot freed here could be refilled while
+        // a saved entry still names it.
+        for b in placed {
+            self.next_seq();
+            self.refresh(b, map, Status::Idle);
+        }
+        Ok(())
+    }
+
+    /// After failed operations: keeps the copies both `target` and the
+    /// map hold at the same place (and a dirty copy of `target` whose slot
+    /// is still free), and brings the page's state in step.
+    fn repair_to(&mut self, b: u64, target: Entry, map: &mut PlacementMap) {
+        let now = map.get(b);
+        let mut keep = target;
+        for i in 0..3 {
+            let dev = self.dev(i);
+            let here = now.present & (1 << dev) != 0;
+            let same = here && target.valid_on(dev) && now.loc(dev) == target.loc(dev);
+            let reclaimed =
+                !here && target.dirty_on(dev) && self.levels[i].reclaim(target.loc(dev));
+            if !(same || reclaimed) {
+                keep.drop_copy(dev);
+                if here {
+                    self.levels[i].release(now.loc(dev));
+                }
+            }
+        }
+        map.set(b, keep);
+        self.normalize(b, map);
+        self.refresh(b, map, Status::Idle);
+    }
+
+    /// Places `b` as a clean page without I/O: in DRAM's read partition,
+    /// else on WO, where there is room.
+    fn warm_page(&mut self, b: u64, map: &mut PlacementMap) -> bool {
+        if self.pages.contains_key(&b) {
+            return true;
+        }
+        let level = if (self.dram_clean.len() as u64) < self.read_partition() && self.room(DRAM) {
+            DRAM
+        } else if self.room(WO) {
+            WO
+        } else {
+            return false;
+        };
+        let Some(slot) = self.levels[level].alloc() else {
+            return false;
+        };
+        let dev = self.dev(level);
+        let en = map.entry_mut(b);
+        en.present |= 1 << dev;
+        en.set_loc(dev, slot);
+        let seq = self.next_seq();
+        self.adopt(
+            b,
+            Page {
+                seq,
+                status: Status::Idle,
+                on: 1 << level,
+                dirty: false,
+                held: 0,
+            },
+        );
+        true
+    }
+}
+
+impl Policy for Tica {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn address_space(&self, device: usize) -> u64 {
+        Tica::address_space(self, device)
+    }
+    fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
+        match access.op {
+            Op::Read => self.read(access.block, ctx),
+            Op::Write => self.write(access.block, ctx),
+        }
+    }
+    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+        self.start(job, ctx);
+    }
+    fn finish_job(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
+        self.finish(job, ctx);
+    }
+    fn controller_state(&self) -> Vec<(&'static str, f64)> {
+        let dirty = self.pages.values().filter(|p| p.dirty).count();
+        let c = &self.counters;
+        vec![
+            ("cached_blocks", self.pages.len() as f64),
+            ("dirty_blocks", dirty as f64),
+            ("dram_clean_blocks", self.dram_clean.len() as f64),
+            ("dram_dirty_blocks", self.dram_dirty as f64),
+            ("ro_blocks", self.levels[RO].resident as f64),
+            ("wo_blocks", self.levels[WO].resident as f64),
+            ("write_partition_blocks", self.write_partition),
+            (
+                "wed_mode",
+                f64::from(self.mode() == super::adapt::Mode::Wed),
+            ),
+            ("moves", c.moves as f64),
+            ("demotions", c.demotions as f64),
+            ("drops", c.drops as f64),
+            ("flushed_blocks", c.flushes as f64),
+            ("partition_bypasses", c.partition_bypasses as f64),
+            ("home_writes", c.home_writes as f64),
+            ("mode_switches", self.switches() as f64),
+        ]
+    }
+    fn layout(&self) -> &str {
+        "tica"
+    }
+    fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
+        self.restore_from(map)
+    }
+    fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
+        if self.forget(block).is_some() {
+            self.drop_copies_except(block, ctx.map, 0);
+        }
+    }
+    fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
+        self.repair_to(block, target, ctx.map);
+    }
+    fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
+        self.warm_page(block, map)
+    }
+}

@@ -2,7 +2,29 @@
 //! lets pages hold (the device's blocks less a reserve), and how many it
 //! counts as held. Shared by the multi-device caches (`hybrid`, `tica`).
 
-use crate::types::DeviceIndex;
+use crate::map::PlacementMap;
+use crate::types::{DeviceIndex, Plan, PlanIndex, Purpose};
+
+/// Places a clean copy of block `b` at `slot` of device `dev` and plans
+/// its fill from the home copy, reusing the client's read `read` of it.
+pub(crate) fn fill_from_home(
+    map: &mut PlacementMap,
+    plan: &mut Plan,
+    read: PlanIndex,
+    (home, b): (DeviceIndex, u64),
+    (dev, slot): (DeviceIndex, u32),
+) {
+    let en = map.entry_mut(b);
+    en.present |= 1 << dev;
+    en.set_loc(dev, slot);
+    plan.copy(
+        Some(read),
+        (home, b),
+        (dev, slot as u64),
+        Purpose::Admit,
+        false,
+    );
+}
 
 /// The slots of one cache device.
 #[derive(Clone, Debug)]

@@ -158,6 +158,16 @@ struct World {
     /// Cache places a block's saved entry may name while its plan runs
     /// (its pre-entry), with the block, until the plan finishes.
     guarded: HashMap<(u8, u64), u64>,
+    /// The pre-entries of blocks whose plans run: what a failure would
+    /// fall back to.
+    pre_entries: HashMap<u64, tiermux_core::Entry>,
+    /// Points at which the loss of each cache device was checked, and the
+    /// most blocks each loss would have cost at one point.
+    failure_points: u64,
+    most_lost: [u64; 8],
+    /// A device that has died: every operation on it fails, and a write
+    /// to it reaches nothing.
+    dead: Option<u8>,
 }
 
 impl World {
@@ -222,6 +232,9 @@ impl World {
                 _ => {}
             }
             self.pump(d, rng, writes, false);
+            if self.fail_per_mille == 0 {
+                self.count_single_failure_losses(d);
+            }
         }
         self.pump(d, rng, writes, true);
         assert!(d.is_idle());
@@ -268,6 +281,10 @@ impl World {
                 .pending
                 .swap_remove(rng.below(self.pending.len() as u64) as usize);
             let key = (r.io.device, r.io.addr);
+            if Some(r.io.device) == self.dead {
+                d.fail(r.flight, r.index);
+                continue;
+            }
             if rng.below(1000) < self.fail_per_mille {
                 // A failed write reaches its location or not.
                 if r.io.dir == Op::Write && rng.below(2) == 0 {
@@ -299,6 +316,44 @@ impl World {
 }
 
 impl World {
+    /// For each cache device: the blocks whose acknowledged data (or a
+    /// later version in flight) no current copy elsewhere holds, that is,
+    /// the blocks the device's failure at this moment would lose.
+    fn count_single_failure_losses(&mut self, d: &Dispatcher) {
+        let home = d.map().home();
+        let mut lost = [0u64; 8];
+        for (&b, &v) in &self.acked {
+            if self.uncertain.contains(&b) {
+                continue;
+            }
+            // A block whose plan runs falls back to its pre-entry when an
+            // operation fails.
+            let e = self
+                .pre_entries
+                .get(&b)
+                .copied()
+                .unwrap_or_else(|| d.map().get(b));
+            let current = tiermux_core::safe::current_copies(&e);
+            let holds = |dev: u8| {
+                let place = if dev == home { b } else { e.loc(dev) as u64 };
+                let got = self.stored.get(&(dev, place)).copied().unwrap_or(0);
+                got == v || (got > v && self.issued[&b].contains(&got))
+            };
+            for (f, n) in lost.iter_mut().enumerate().take(self.devices) {
+                let f = f as u8;
+                let survives = (0..self.devices as u8)
+                    .any(|dev| dev != f && current & (1 << dev) != 0 && holds(dev));
+                if f != home && !survives {
+                    *n += 1;
+                }
+            }
+        }
+        self.failure_points += 1;
+        for (m, n) in self.most_lost.iter_mut().zip(lost) {
+            *m = (*m).max(n);
+        }
+    }
+
     /// A write to a place that a block's saved entry may still name (its
     /// pre-entry while its plan runs) must be that block's own: a driver
     /// that persists the map would otherwise bring back, after a power
@@ -332,6 +387,7 @@ impl World {
                     for &(b, old, new) in dec.changes.iter().filter(|c| own.contains(&c.0)) {
                         let pre =
                             tiermux_core::safe::pre_entry(old, new, dec.written_devices, home);
+                        self.pre_entries.insert(b, pre);
                         for dev in 0..tiermux_core::map::LOC_DEVICES as u8 {
                             if dev != home && pre.present & (1 << dev) != 0 {
                                 self.guarded.insert((dev, pre.loc(dev) as u64), b);
@@ -339,7 +395,10 @@ impl World {
                         }
                     }
                 }
-                MapEvent::Finished(f) => self.guarded.retain(|_, b| *b != f.block),
+                MapEvent::Finished(f) => {
+                    self.guarded.retain(|_, b| *b != f.block);
+                    self.pre_entries.remove(&f.block);
+                }
                 _ => {}
             }
             if let MapEvent::Finished(f) = &ev {
@@ -404,6 +463,19 @@ fn exercise(
     vol: &VolumeSpec,
     fail_per_mille: u64,
 ) -> ((f64, f64), Vec<(String, f64)>) {
+    exercise_with(policy, wm, seed, vol, fail_per_mille, None)
+}
+
+/// [`exercise`], with device `kill` dying (taken out of service while the
+/// volume is idle) after the first round, and dead through the restarts.
+fn exercise_with(
+    policy: &str,
+    wm: &str,
+    seed: u64,
+    vol: &VolumeSpec,
+    fail_per_mille: u64,
+    kill: Option<u8>,
+) -> ((f64, f64), Vec<(String, f64)>) {
     let home = vol.home().unwrap();
     let build = || build_policy(policy, &params(policy, wm), vol, seed).unwrap();
     let mut d = Dispatcher::new(build(), home);
@@ -424,12 +496,21 @@ fn exercise(
         trimmed: HashSet::new(),
         failed_reads: 0,
         guarded: HashMap::new(),
+        pre_entries: HashMap::new(),
+        failure_points: 0,
+        most_lost: [0; 8],
+        dead: None,
     };
     let mut writes = HashMap::new();
     let mut most = (0.0f64, 0.0f64);
     let mut state = Vec::new();
     for round in 0..4 {
         world.label = format!("{policy} {wm} seed {seed} round {round}");
+        if let Some(dev) = kill.filter(|_| round > 0) {
+            // A dead device is taken out of service again at each start.
+            world.dead = kill;
+            assert!(d.take_out_of_service(dev), "{policy}: device {dev} kept");
+        }
         world.drive(&mut d, &mut rng, 1500, &mut writes);
         let before = count(&d);
         most = (most.0.max(before.0), most.1.max(before.1));
@@ -454,6 +535,10 @@ fn exercise(
             before,
             "{policy} {wm}: restart changed the cache"
         );
+    }
+    state.push(("failure_points".into(), world.failure_points as f64));
+    for (dev, &n) in world.most_lost.iter().enumerate().take(vol.devices.len()) {
+        state.push((format!("most_lost_without_device_{dev}"), n as f64));
     }
     assert!(
         world.reads_checked > 500,
@@ -616,6 +701,12 @@ fn hybrid_caches_over_three_devices() {
             assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
             let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
             assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
+            // Dirty pages have one copy, on NVRAM: its failure loses
+            // them; DRAM holds clean pages only.
+            assert_eq!(get("most_lost_without_device_0"), 0.0, "{policy}");
+            let lost = get("most_lost_without_device_1");
+            assert!(lost > 0.0, "{policy}: NVRAM held no dirty page");
+            println!("{policy} seed {seed}: losing NVRAM would lose up to {lost} blocks");
         }
     }
 }
@@ -632,6 +723,13 @@ fn tica_over_four_devices() {
             let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
             assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
             assert!(get("moves") > 0.0, "{policy}: nothing moved to RO");
+            // No single cache device's failure, at any of the points
+            // checked, would lose an acknowledged write.
+            assert!(get("failure_points") >= 1000.0);
+            for dev in 0..3 {
+                let lost = get(&format!("most_lost_without_device_{dev}"));
+                assert_eq!(lost, 0.0, "{policy} seed {seed}: device {dev}");
+            }
             match policy {
                 "tica-ef" => assert!(get("demotions") == 0.0 && get("drops") > 0.0),
                 "tica-wed" => assert!(get("demotions") > 0.0, "wed: nothing demoted"),
@@ -640,6 +738,25 @@ fn tica_over_four_devices() {
         }
         for seed in 0..6u64 {
             exercise(policy, "wb", 400 + seed, &volume4(), 30);
+        }
+    }
+}
+
+/// Any one of TICA's cache devices dies: it is taken out of service, and
+/// from then on, through restarts, no read fails and every read returns
+/// the last acknowledged write (the harness checks each one); the dirty
+/// data drains home and nothing stays dirty on the dead device.
+#[test]
+fn tica_survives_the_death_of_any_cache_device() {
+    for policy in ["tica-ef", "tica-wed", "tica-a"] {
+        for dev in 0..3u8 {
+            for seed in 0..3u64 {
+                let (_, state) = exercise_with(policy, "wb", 500 + seed, &volume4(), 0, Some(dev));
+                let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
+                // After the first round, writes go home: the dirty data
+                // left is what the flushes have not reached yet.
+                assert!(get("home_writes") > 0.0, "{policy} without {dev}");
+            }
         }
     }
 }

@@ -408,3 +408,39 @@ fn a_dead_cache_device_is_taken_out_of_service() {
         h.close();
     }
 }
+
+/// TICA keeps every dirty page on two devices, so any one of its cache
+/// devices can die without loss: once the volume has given the device up,
+/// no read or write fails, no block is at risk, flushes succeed, and the
+/// same holds after a restart with the device still dead. (Requests that
+/// met the device before it was given up may fail; the checker still
+/// requires every read to return the last acknowledged write.)
+#[test]
+fn tica_loses_nothing_when_any_cache_device_dies() {
+    for (i, (file, device)) in [("fast.img", 0u8), ("ro.img", 1), ("wo.img", 2)]
+        .into_iter()
+        .enumerate()
+    {
+        let tag = format!("tica-dead{i}");
+        let mut run = Run::new(&tag, "tica-wed", "", 9300 + i as u64);
+        let mut h = run.open(0);
+        run.requests(&mut h, 3000, Expect::spared(true));
+        run.inject(&[file], FaultSpec::dead());
+        run.requests(&mut h, 500, Expect::ANY);
+        let out = h.vol().stats().out_of_service;
+        assert_eq!(out, 1 << device, "{file}: out of service {out:#b}");
+        run.requests(&mut h, 3000, Expect::spared(true));
+        h.idle();
+        assert_eq!(h.vol().at_risk_blocks(device), 0, "{file}");
+        h.submit(u64::MAX, Request::Flush);
+        h.idle();
+        let flush = h.client.done.pop().expect("the flush's reply");
+        assert_eq!(flush.error, 0, "{file}: flush failed");
+        h.close();
+        let mut h = run.open(1);
+        assert_eq!(h.vol().stats().out_of_service, 1 << device, "{file}");
+        run.requests(&mut h, 2000, Expect::spared(true));
+        h.close();
+        println!("{file} dead: {:?}", run.counts);
+    }
+}

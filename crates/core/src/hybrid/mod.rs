@@ -29,7 +29,7 @@ use std::collections::BTreeSet;
 use crate::map::{BlockMap, Entry, PlacementMap};
 use crate::policy::{Ctx, DeviceRole, LockView, PolicyError, VolumeSpec};
 use crate::slots::SlotPool as Level;
-use crate::types::{DeviceIndex, Job, Op, Outcome, Purpose};
+use crate::types::{DeviceIndex, Job, Op, Outcome};
 use ghost::Ghost;
 use runs::Runs;
 
@@ -383,16 +383,7 @@ impl Hybrid {
             return Outcome::Miss;
         };
         let dev = self.level(level).device;
-        let en = ctx.map.entry_mut(b);
-        en.present |= 1 << dev;
-        en.set_loc(dev, slot);
-        ctx.plan.copy(
-            Some(r),
-            (self.home, b),
-            (dev, slot as u64),
-            Purpose::Admit,
-            false,
-        );
+        crate::slots::fill_from_home(ctx.map, ctx.plan, r, (self.home, b), (dev, slot));
         let seq = self.next_seq();
         self.adopt(
             b,

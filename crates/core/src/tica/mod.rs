@@ -34,6 +34,7 @@
 //! slots back, so that a page can arrive before its victim's job has run.
 
 pub mod adapt;
+mod degraded;
 mod upkeep;
 
 use std::collections::BTreeSet;
@@ -42,7 +43,7 @@ use crate::hybrid::ghost::Ghost;
 use crate::map::{BlockMap, Entry, PlacementMap};
 use crate::policy::{Ctx, DeviceRole, LockView, PolicyError, VolumeSpec};
 use crate::slots::SlotPool;
-use crate::types::{DeviceIndex, Job, Op, Outcome, Purpose};
+use crate::types::{DeviceIndex, Job, Op, Outcome};
 use adapt::{Adaptive, Mode, Seen};
 
 /// Job kind: copy a page from the DRAM's write partition to RO.
@@ -86,6 +87,9 @@ enum Status {
     DemoteQueued,
     /// A dirty SSD victim whose flush is queued or under way.
     Evicting,
+    /// A move or demotion under way: the DRAM copy stays until it
+    /// finishes, so that a dirty page keeps two written copies throughout.
+    Copying,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -148,12 +152,15 @@ pub struct Tica {
     write_partition_default: f64,
     /// Pages recently evicted from DRAM's read partition.
     evicted: Ghost,
-    /// Slots to free when a block's next job finishes: the source of a
-    /// move or demotion, and the dirty copies a write replaced (until the
-    /// write has finished, a driver's saved entry may still name them).
+    /// Slots to free when a block's next job finishes: the dirty copies a
+    /// write replaced (until the write has finished, a driver's saved
+    /// entry may still name them).
     releases: BlockMap<Vec<(usize, u32)>>,
     seq: u64,
     counters: TicaCounters,
+    /// Levels taken out of service (bit per level): their copies are
+    /// dropped, their slots never reused, and writes go home.
+    dead: u8,
 }
 
 impl Tica {
@@ -212,6 +219,7 @@ impl Tica {
             releases: BlockMap::default(),
             seq: 0,
             counters: TicaCounters::default(),
+            dead: 0,
         })
     }
 
@@ -246,13 +254,35 @@ impl Tica {
         self.levels[level].device
     }
 
-    /// The levels holding a current copy in `e` (bit per level): the
-    /// dirty copies when any is dirty, else every valid one.
+    /// The levels in service holding a current copy in `e` (bit per
+    /// level): the dirty copies when any is dirty, else every valid one.
     fn levels_of(&self, e: &Entry) -> u8 {
         let current = crate::safe::current_copies(e);
-        (0..3).fold(0, |m, i| {
+        let on = (0..3).fold(0, |m, i| {
             m | (u8::from(current & (1 << self.dev(i)) != 0) << i)
-        })
+        });
+        on & !self.dead
+    }
+
+    /// The device out of service holding `e`'s only current copy, if
+    /// its newest data is nowhere else.
+    fn at_risk_copy(&self, e: &Entry) -> Option<DeviceIndex> {
+        let current = crate::safe::current_copies(e);
+        (e.dirty != 0 && self.levels_of(e) == 0)
+            .then(|| {
+                (0..3)
+                    .map(|l| self.dev(l))
+                    .find(|&d| current & (1 << d) != 0)
+            })
+            .flatten()
+    }
+
+    /// Returns a slot to its level's pool (a level out of service keeps
+    /// its slots: they are never handed out again).
+    fn free_slot(&mut self, level: usize, slot: u32) {
+        if self.dead & (1 << level) == 0 {
+            self.levels[level].release(slot);
+        }
     }
 
     /// Whether `e` has a cache copy newer than home.
@@ -387,8 +417,13 @@ impl Tica {
             }
             return Outcome::Hit(dev);
         }
+        if let Some(dev) = self.at_risk_copy(&e) {
+            // The newest data is only on a device out of service.
+            ctx.plan.client(dev, Op::Read, e.loc(dev) as u64);
+            return Outcome::Hit(dev);
+        }
         let r = ctx.plan.client(self.home, Op::Read, b);
-        if !ctx.may_write {
+        if !ctx.may_write || self.dead & (1 << DRAM) != 0 {
             return Outcome::Miss;
         }
         if self.dram_clean.len() as u64 >= self.read_partition() {
@@ -400,16 +435,7 @@ impl Tica {
             return Outcome::Miss;
         };
         let dev = self.dev(DRAM);
-        let en = ctx.map.entry_mut(b);
-        en.present |= 1 << dev;
-        en.set_loc(dev, slot);
-        ctx.plan.copy(
-            Some(r),
-            (self.home, b),
-            (dev, slot as u64),
-            Purpose::Admit,
-            false,
-        );
+        crate::slots::fill_from_home(ctx.map, ctx.plan, r, (self.home, b), (dev, slot));
         let seq = self.next_seq();
         self.adopt(
             b,
@@ -444,14 +470,12 @@ impl Tica {
             _ => Status::Idle,
         };
         let in_dram = old.is_some_and(|p| p.dirty && p.has(DRAM));
-        if !in_dram && self.dram_dirty >= self.write_partition as u64 {
-            let over = self.write_partition - self.write_partition_default;
-            self.write_partition =
-                (self.write_partition + (-over).exp2()).min(self.levels[DRAM].capacity as f64);
-        }
-        let dram_room = in_dram || self.dram_dirty < self.write_partition as u64;
+        let dram_room = in_dram || self.write_partition_has_room();
         let e = ctx.map.get(b);
-        let pairs: &[[usize; 2]] = if dram_room {
+        let pairs: &[[usize; 2]] = if self.dead != 0 {
+            // Degraded: the data goes home (write-through).
+            &[]
+        } else if dram_room {
             &[[DRAM, WO], [RO, WO]]
         } else {
             &[[RO, WO]]
@@ -505,6 +529,17 @@ impl Tica {
         }
     }
 
+    /// Whether the DRAM write partition takes one more page, after growing
+    /// it by 2^-(ws - def) pages if it was full (Algorithm 1, line 6).
+    fn write_partition_has_room(&mut self) -> bool {
+        if self.dram_dirty >= self.write_partition as u64 {
+            let over = self.write_partition - self.write_partition_default;
+            self.write_partition =
+                (self.write_partition + (-over).exp2()).min(self.levels[DRAM].capacity as f64);
+        }
+        self.dram_dirty < self.write_partition as u64
+    }
+
     /// Slots for a copy on each level of `pair`: the block's own where `e`
     /// holds one (current or not), else a free one; `None` (nothing taken) when a level has
     /// none free.
@@ -548,7 +583,7 @@ impl Tica {
         for i in 0..3 {
             let dev = self.dev(i);
             if keep & (1 << i) == 0 && e.present & (1 << dev) != 0 {
-                self.levels[i].release(e.loc(dev));
+                self.free_slot(i, e.loc(dev));
                 map.entry_mut(b).drop_copy(dev);
             }
         }
@@ -605,7 +640,7 @@ impl Tica {
             return false;
         };
         self.evicted.push(b, self.levels[DRAM].capacity as usize);
-        if self.mode() == Mode::Wed {
+        if self.mode() == Mode::Wed && self.dead & (1 << WO) == 0 {
             self.update(b, |p| p.status = Status::DemoteQueued);
             jobs.push(Job::one(b, JOB_DEMOTE));
         } else {
@@ -654,6 +689,9 @@ impl Tica {
         let Some(b) = Self::unlocked(&self.move_waiting, locks) else {
             return false;
         };
+        if self.dead & (1 << RO) != 0 {
+            return false;
+        }
         if !self.room(RO) {
             return self.evict_ssd(RO, map, locks, jobs);
         }

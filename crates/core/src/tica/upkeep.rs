@@ -5,7 +5,7 @@
 use super::{Page, Status, Tica, DRAM, JOB_DEMOTE, JOB_FLUSH, JOB_MOVE, JOB_RELEASE, RO, WO};
 use crate::map::{Entry, PlacementMap};
 use crate::policy::{Ctx, Policy, TickCtx};
-use crate::types::{Access, Job, Op, Outcome, Purpose};
+use crate::types::{Access, DeviceIndex, Job, Op, Outcome, Purpose};
 
 impl Tica {
     /// Plans a queued job whose block is now locked. A job whose page has
@@ -20,9 +20,10 @@ impl Tica {
             (JOB_DEMOTE, Status::DemoteQueued) => self.copy_down(b, DRAM, WO, false, ctx),
             (JOB_FLUSH, Status::Evicting) => {
                 let e = ctx.map.get(b);
+                let on = self.levels_of(&e);
                 let Some(level) = [RO, WO, DRAM]
                     .into_iter()
-                    .find(|&l| e.valid_on(self.dev(l)) && e.dirty_on(self.dev(l)))
+                    .find(|&l| on & (1 << l) != 0 && e.dirty_on(self.dev(l)))
                 else {
                     return;
                 };
@@ -37,9 +38,9 @@ impl Tica {
         }
     }
 
-    /// Copies `b` from level `from` to level `to` and drops the `from`
-    /// copy (its slot is freed when the job finishes); without a slot on
-    /// `to`, a move waits again and a demotion drops the page.
+    /// Copies `b` from level `from` to level `to`, keeping the `from` copy
+    /// until the job finishes; without a slot on `to`, a move waits again
+    /// and a demotion drops the page.
     fn copy_down(&mut self, b: u64, from: usize, to: usize, dirty: bool, ctx: &mut Ctx<'_>) {
         let e = ctx.map.get(b);
         let (src, dst) = (self.dev(from), self.dev(to));
@@ -60,16 +61,14 @@ impl Tica {
             }
             return;
         };
-        let from_slot = e.loc(src);
         ctx.plan.copy(
             None,
-            (src, from_slot as u64),
+            (src, e.loc(src) as u64),
             (dst, slot as u64),
             Purpose::Migrate,
             false,
         );
         let en = ctx.map.entry_mut(b);
-        en.drop_copy(src);
         en.present |= 1 << dst;
         en.set_loc(dst, slot);
         if dirty {
@@ -78,29 +77,36 @@ impl Tica {
         } else {
             self.counters.demotions += 1;
         }
-        self.releases.entry(b).or_default().push((from, from_slot));
-        self.refresh(b, ctx.map, Status::Idle);
+        self.refresh(b, ctx.map, Status::Copying);
     }
 
     /// Bookkeeping when every operation of a job has completed.
     fn finish(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
         let b = job.block;
         for (level, slot) in self.releases.remove(&b).unwrap_or_default() {
-            self.levels[level].release(slot);
+            self.free_slot(level, slot);
         }
-        if job.kind == JOB_FLUSH
-            && self
-                .pages
-                .get(&b)
-                .is_some_and(|p| p.status == Status::Evicting)
-        {
-            if ctx.map.get(b).dirty == 0 {
+        match self.pages.get(&b).map(|p| p.status) {
+            Some(Status::Copying) => {
+                // The copy is written: the DRAM copy leaves.
+                let on = self.pages[&b].on;
                 self.forget(b);
-                self.drop_copies_except(b, ctx.map, 0);
-            } else {
-                // The flush was repaired as failed: the page stays dirty.
+                self.drop_copies_except(b, ctx.map, on & !(1 << DRAM));
                 self.refresh(b, ctx.map, Status::Idle);
+                if self.dead != 0 && self.pages.get(&b).is_some_and(|p| p.dirty) {
+                    self.drain(b, ctx.jobs);
+                }
             }
+            Some(Status::Evicting) if job.kind == JOB_FLUSH => {
+                if ctx.map.get(b).dirty == 0 {
+                    self.forget(b);
+                    self.drop_copies_except(b, ctx.map, 0);
+                } else {
+                    // The flush was repaired as failed: the page stays dirty.
+                    self.refresh(b, ctx.map, Status::Idle);
+                }
+            }
+            _ => {}
         }
         self.rebalance(ctx.map, ctx.locks, ctx.jobs);
     }
@@ -201,6 +207,15 @@ impl Tica {
         self.refresh(b, map, Status::Idle);
     }
 
+    /// [`Tica::repair_to`], then, with a device out of service, the
+    /// page's dirty data drains home.
+    fn repair_and_drain(&mut self, b: u64, target: Entry, ctx: &mut TickCtx<'_>) {
+        self.repair_to(b, target, ctx.map);
+        if self.dead != 0 && self.pages.get(&b).is_some_and(|p| p.dirty && p.on != 0) {
+            self.drain(b, ctx.jobs);
+        }
+    }
+
     /// Places `b` as a clean page without I/O: in DRAM's read partition,
     /// else on WO, where there is room.
     fn warm_page(&mut self, b: u64, map: &mut PlacementMap) -> bool {
@@ -291,9 +306,12 @@ impl Policy for Tica {
         }
     }
     fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
-        self.repair_to(block, target, ctx.map);
+        self.repair_and_drain(block, target, ctx);
     }
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
-        self.warm_page(block, map)
+        self.dead == 0 && self.warm_page(block, map)
+    }
+    fn take_out_of_service(&mut self, device: DeviceIndex, ctx: &mut TickCtx<'_>) -> bool {
+        self.retire(device, ctx)
     }
 }

@@ -160,7 +160,9 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
 pub struct ReplayOpts {
     /// Replay on two cache devices: this share of each cache size in a
     /// first (DRAM) device, the rest in a second (NVRAM), over home
-    /// (0.5 for the Hibachi paper's setup).
+    /// (0.5 for the Hibachi paper's setup). For TICA, which runs on a DRAM
+    /// and two SSDs of the cache size each: the DRAM's size as a share of
+    /// one SSD (0.1 if not given, the paper's 1 % over 10 %).
     #[arg(long)]
     pub dram_share: Option<f64>,
     /// Write the storage writes of each size as a fio iolog (version 2)

@@ -16,6 +16,7 @@ pub mod replay;
 pub mod request;
 pub mod source;
 pub mod synth;
+pub mod tica_table2;
 
 pub use formats::{read, read_pages, Format};
 pub use mrc::{MissRatioCurve, SampledCurve};

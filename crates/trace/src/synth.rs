@@ -110,16 +110,35 @@ pub const PRESETS: [(&str, u64, f64, &str); 4] = [
 ];
 
 impl SynthSpec {
-    /// The preset `name` (see [`PRESETS`]).
+    /// The preset `name`: one of [`PRESETS`], else a workload of the TICA
+    /// paper's Table 2 ([`crate::tica_table2`]), whose request count,
+    /// write share and mean request size it matches (the size mix is the
+    /// presets' blended with single pages or 64 KiB requests).
     pub fn preset(name: &str) -> Result<SynthSpec> {
-        let Some(&(_, requests, write_ratio, _)) = PRESETS.iter().find(|p| p.0 == name) else {
-            let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
+        if let Some(&(_, requests, write_ratio, _)) = PRESETS.iter().find(|p| p.0 == name) {
+            return Ok(Self::msr_like(requests, write_ratio));
+        }
+        let Some(w) = crate::tica_table2::workload(name) else {
+            let table = crate::tica_table2::TABLE2.iter().map(|w| w.name);
+            let names: Vec<&str> = PRESETS
+                .iter()
+                .map(|p| p.0)
+                .chain(table.filter(|n| PRESETS.iter().all(|p| p.0 != *n)))
+                .collect();
             bail!(
                 "unknown trace preset '{name}' (known: {})",
                 names.join(", ")
             );
         };
-        Ok(SynthSpec {
+        let mut spec = Self::msr_like(w.requests(), w.write_share());
+        spec.size_mix =
+            crate::tica_table2::mix_with_mean(&MSR_SIZE_MIX, 4096, w.mean_request_bytes());
+        Ok(spec)
+    }
+
+    /// The presets' shared model with `requests` and `write_ratio`.
+    fn msr_like(requests: u64, write_ratio: f64) -> SynthSpec {
+        SynthSpec {
             requests,
             working_set_bytes: 1 << 30,
             page_bytes: 4096,
@@ -134,7 +153,7 @@ impl SynthSpec {
             write_sequential_probability: 0.2,
             mean_interarrival_us: 1000.0,
             seed: 1,
-        })
+        }
     }
 
     /// Sets one parameter by name from text (`--set KEY=VALUE`).
@@ -407,6 +426,32 @@ mod tests {
         }
     }
 
+    /// Every other TICA Table 2 workload: the write share and mean request
+    /// size are the table's; the request count too at full length (checked
+    /// on the shortest, DevToolRel), the others scaled to 100,000 here.
+    #[test]
+    fn table2_presets_match_the_table() {
+        for w in crate::tica_table2::TABLE2 {
+            let mut spec = SynthSpec::preset(w.name).unwrap();
+            assert_eq!(spec.requests, w.requests(), "{}", w.name);
+            if w.name != "devtoolrel" {
+                spec.requests = 100_000;
+            }
+            let t = spec.generate().unwrap();
+            let i = TraceInfo::of(&t, 4096);
+            assert_eq!(i.requests(), spec.requests);
+            let share = i.writes.requests as f64 / i.requests() as f64;
+            assert!(
+                (share - w.write_share()).abs() < 0.01,
+                "{}: {share}",
+                w.name
+            );
+            let mean = i.mean_request_bytes() / w.mean_request_bytes();
+            // The three MSR presets keep their 9,216-byte mix (within 2 %).
+            assert!((mean - 1.0).abs() < 0.03, "{}: mean size x{mean}", w.name);
+        }
+    }
+
     /// Writes recur sooner than reads (Hibachi §II's write-after-write
     /// recency), both are skewed, and a seed gives one trace.
     #[test]
@@ -471,7 +516,7 @@ mod tests {
         assert!(SynthSpec::preset("web_0")
             .unwrap_err()
             .to_string()
-            .contains("known: rsrch_0, wdev_0, stg_0, ts_0"));
+            .contains("known: rsrch_0, wdev_0, stg_0, ts_0, tpcc, webserver,"));
         s.set("write_ratio", "1.5").unwrap();
         assert_eq!(
             s.generate().unwrap_err().to_string(),

@@ -113,8 +113,10 @@ impl Failures {
 ///   [`pre_entry`]). A failed flush so leaves the block dirty, and a failed
 ///   fill leaves it unplaced.
 /// - A clean copy that could not be read is dropped when the home copy is
-///   current (it serves the block from then on); a dirty copy, or the
-///   only copy of a block placed away from home, stays.
+///   current (it serves the block from then on); a dirty copy that could
+///   not be read is dropped when another dirty copy remains (a block kept
+///   on two devices, read from the other from then on); the only current
+///   copy stays, dirty or placed away from home.
 pub fn after_failure(old: Entry, new: Entry, f: Failures, home: DeviceIndex) -> Entry {
     let mut t = if f.writes != 0 {
         pre_entry(old, new, f.written, home)
@@ -123,6 +125,11 @@ pub fn after_failure(old: Entry, new: Entry, f: Failures, home: DeviceIndex) -> 
     };
     if t.dirty == 0 && t.valid_on(home) {
         t = drop_devices(t, f.client_reads & t.present, home);
+    } else if t.dirty != 0 {
+        let failed = f.client_reads & current_copies(&t);
+        if current_copies(&t) & !failed != 0 {
+            t = drop_devices(t, failed, home);
+        }
     }
     t.flags = new.flags;
     t
@@ -212,6 +219,24 @@ mod tests {
             after_failure(e(0b11, 0b01, 5), e(0b11, 0b01, 5), fail(0, 0, 0b01), HOME),
             e(0b11, 0b01, 5)
         );
+        // A dirty copy that could not be read, with a second dirty copy on
+        // device 2: dropped, the second serves.
+        let two = Entry {
+            present: 0b111,
+            dirty: 0b101,
+            stale: 0,
+            flags: 0,
+            loc: [5, 0, 7],
+        };
+        let second = Entry {
+            present: 0b110,
+            dirty: 0b100,
+            loc: [0, 0, 7],
+            ..two
+        };
+        assert_eq!(after_failure(two, two, fail(0, 0, 0b001), HOME), second);
+        // Both unreadable: both stay (nothing else holds the data).
+        assert_eq!(after_failure(two, two, fail(0, 0, 0b101), HOME), two);
         // A home read that failed changes nothing.
         assert_eq!(
             after_failure(e(0b10, 0, 0), e(0b10, 0, 0), fail(0, 0, 0b10), HOME),

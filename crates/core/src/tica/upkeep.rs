@@ -207,11 +207,12 @@ impl Tica {
         self.refresh(b, map, Status::Idle);
     }
 
-    /// [`Tica::repair_to`], then, with a device out of service, the
-    /// page's dirty data drains home.
+    /// [`Tica::repair_to`], then the page's dirty data drains home when a
+    /// device is out of service or the failure left it one copy.
     fn repair_and_drain(&mut self, b: u64, target: Entry, ctx: &mut TickCtx<'_>) {
         self.repair_to(b, target, ctx.map);
-        if self.dead != 0 && self.pages.get(&b).is_some_and(|p| p.dirty && p.on != 0) {
+        let exposed = |p: &Page| p.dirty && p.on != 0 && (self.dead != 0 || p.on.count_ones() == 1);
+        if self.pages.get(&b).is_some_and(exposed) {
             self.drain(b, ctx.jobs);
         }
     }

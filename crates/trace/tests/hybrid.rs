@@ -2,10 +2,13 @@
 //! zero-time replay: outcomes with an independent source, and the
 //! behaviours the Hibachi paper describes.
 
+mod common;
+
+use common::skewed;
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_core::rng::Rng;
 use tiermux_core::{Op, Params};
-use tiermux_trace::replay::{hit_ratio, replay_accesses, ReplayStats, TraceVolume};
+use tiermux_trace::replay::{hit_ratio, ReplayStats, TraceVolume};
 
 fn volume(cache_pages: u64) -> TraceVolume {
     TraceVolume {
@@ -17,29 +20,7 @@ fn volume(cache_pages: u64) -> TraceVolume {
 }
 
 fn run(policy: &str, params: &Params, accesses: &[(u64, Op)], cache_pages: u64) -> ReplayStats {
-    replay_accesses(
-        policy,
-        params,
-        accesses.iter().copied(),
-        volume(cache_pages),
-        true,
-    )
-    .unwrap()
-}
-
-fn skewed(n: usize, pages: u64, write_share: u64, seed: u64) -> Vec<(u64, Op)> {
-    let mut rng = Rng::new(seed);
-    (0..n)
-        .map(|_| {
-            let p = rng.below(pages).min(rng.below(pages));
-            let op = if rng.below(100) < write_share {
-                Op::Write
-            } else {
-                Op::Read
-            };
-            (p, op)
-        })
-        .collect()
+    common::run(policy, params, accesses, volume(cache_pages))
 }
 
 /// With reads only, Hybrid-LRU's clean cache fills DRAM and borrows all of

@@ -2,10 +2,13 @@
 //! behaviours the TICA paper describes (EF spares the SSDs the writes WED
 //! spends on hits).
 
+mod common;
+
+use common::skewed;
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_core::rng::Rng;
 use tiermux_core::{Op, Params, Purpose};
-use tiermux_trace::replay::{hit_ratio, replay_accesses, ReplayStats, TraceVolume};
+use tiermux_trace::replay::{hit_ratio, ReplayStats, TraceVolume};
 
 /// DRAM of 50 pages (5 of them the default write partition), RO and WO
 /// of `ssd_pages` each, one reserve page per cache device.
@@ -19,29 +22,7 @@ fn volume(ssd_pages: u64) -> TraceVolume {
 }
 
 fn run(policy: &str, accesses: &[(u64, Op)], ssd_pages: u64) -> ReplayStats {
-    replay_accesses(
-        policy,
-        &Params::new(),
-        accesses.iter().copied(),
-        volume(ssd_pages),
-        false,
-    )
-    .unwrap()
-}
-
-fn skewed(n: usize, pages: u64, write_share: u64, seed: u64) -> Vec<(u64, Op)> {
-    let mut rng = Rng::new(seed);
-    (0..n)
-        .map(|_| {
-            let p = rng.below(pages).min(rng.below(pages));
-            let op = if rng.below(100) < write_share {
-                Op::Write
-            } else {
-                Op::Read
-            };
-            (p, op)
-        })
-        .collect()
+    common::run(policy, &Params::new(), accesses, volume(ssd_pages))
 }
 
 fn ssd_writes(s: &ReplayStats) -> u64 {

@@ -5,6 +5,35 @@
 use crate::map::PlacementMap;
 use crate::types::{DeviceIndex, Plan, PlanIndex, Purpose};
 
+/// Records a copy of block `b` at `slot` of device `dev` (clean unless
+/// the caller marks it dirty).
+pub(crate) fn place_copy(map: &mut PlacementMap, b: u64, dev: DeviceIndex, slot: u32) {
+    let en = map.entry_mut(b);
+    en.present |= 1 << dev;
+    en.set_loc(dev, slot);
+}
+
+/// Marks `slot` of `device` (whose slots `used` flags) as held by block
+/// `b` while a saved map is read back; the error names a slot held twice
+/// or beyond the device.
+pub(crate) fn claim(
+    used: &mut [bool],
+    b: u64,
+    device: DeviceIndex,
+    slot: u32,
+) -> Result<(), String> {
+    match used.get_mut(slot as usize) {
+        Some(u) if !*u => {
+            *u = true;
+            Ok(())
+        }
+        Some(_) => Err(format!(
+            "block {b}: slot {slot} of device {device} is held twice"
+        )),
+        None => Err(format!("block {b}: slot {slot} is beyond device {device}")),
+    }
+}
+
 /// Places a clean copy of block `b` at `slot` of device `dev` and plans
 /// its fill from the home copy, reusing the client's read `read` of it.
 pub(crate) fn fill_from_home(
@@ -14,9 +43,7 @@ pub(crate) fn fill_from_home(
     (home, b): (DeviceIndex, u64),
     (dev, slot): (DeviceIndex, u32),
 ) {
-    let en = map.entry_mut(b);
-    en.present |= 1 << dev;
-    en.set_loc(dev, slot);
+    place_copy(map, b, dev, slot);
     plan.copy(
         Some(read),
         (home, b),
@@ -106,5 +133,15 @@ mod tests {
         assert_eq!(p.alloc(), Some(1));
         assert_eq!(p.alloc(), Some(3));
         assert_eq!(p.alloc(), None);
+        let mut used = [false, true];
+        assert_eq!(claim(&mut used, 7, 2, 0), Ok(()));
+        assert_eq!(
+            claim(&mut used, 8, 2, 0).unwrap_err(),
+            "block 8: slot 0 of device 2 is held twice"
+        );
+        assert_eq!(
+            claim(&mut used, 9, 2, 5).unwrap_err(),
+            "block 9: slot 5 is beyond device 2"
+        );
     }
 }

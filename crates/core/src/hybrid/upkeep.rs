@@ -131,16 +131,7 @@ impl Hybrid {
             if level == DRAM && e.dirty_on(dev) {
                 return Err(format!("block {b} is dirty in DRAM"));
             }
-            let slot = e.loc(dev) as usize;
-            match used[level].get_mut(slot) {
-                Some(u) if !*u => *u = true,
-                Some(_) => {
-                    return Err(format!(
-                        "block {b}: slot {slot} of device {dev} is held twice"
-                    ))
-                }
-                None => return Err(format!("block {b}: slot {slot} is beyond device {dev}")),
-            }
+            crate::slots::claim(&mut used[level], b, dev, e.loc(dev))?;
             placed.push((b, level, e.dirty_on(dev)));
         }
         for (level, used) in self.levels.iter_mut().zip(&used) {
@@ -204,10 +195,7 @@ impl Hybrid {
             return false;
         };
         let slot = self.level_mut(level).alloc().expect("room below capacity");
-        let dev = self.level(level).device;
-        let en = map.entry_mut(b);
-        en.present |= 1 << dev;
-        en.set_loc(dev, slot);
+        crate::slots::place_copy(map, b, self.level(level).device, slot);
         let seq = self.next_seq();
         self.adopt(b, page(Kind::Clean, level, seq));
         true

@@ -100,13 +100,19 @@ struct Page {
     on: u8,
     /// Whether the copies are newer than home.
     dirty: bool,
-    /// Levels counting the page as resident (none while it is leaving).
-    held: u8,
 }
 
 impl Page {
     fn has(&self, level: usize) -> bool {
         self.on & (1 << level) != 0
+    }
+
+    /// Levels counting the page as resident (none while it is leaving).
+    fn held(&self) -> u8 {
+        match self.status {
+            Status::Evicting | Status::DemoteQueued => 0,
+            _ => self.on,
+        }
     }
 }
 
@@ -295,10 +301,6 @@ impl Tica {
         if page.status == Status::Idle && page.dirty && page.has(DRAM) {
             page.status = Status::MoveWaiting;
         }
-        page.held = match page.status {
-            Status::Evicting | Status::DemoteQueued => 0,
-            _ => page.on,
-        };
         self.count(b, &page, true);
         self.pages.insert(b, page);
     }
@@ -344,7 +346,7 @@ impl Tica {
             }
         };
         for (i, l) in self.levels.iter_mut().enumerate() {
-            if page.held & (1 << i) != 0 {
+            if page.held() & (1 << i) != 0 {
                 delta(&mut l.resident);
             }
         }
@@ -373,7 +375,6 @@ impl Tica {
                 status,
                 on,
                 dirty: self.dirty_of(&e),
-                held: 0,
             },
         );
     }
@@ -444,7 +445,6 @@ impl Tica {
                 status: Status::Idle,
                 on: 1 << DRAM,
                 dirty: false,
-                held: 0,
             },
         );
         self.rebalance(ctx.map, ctx.locks, ctx.jobs);
@@ -484,13 +484,13 @@ impl Tica {
         self.forget(b);
         let placed = pairs.iter().find_map(|&pair| self.take_slots(&e, pair));
         let keep = placed.map_or(0, |(p, _)| p);
-        if e.dirty != 0 && self.levels_of(&e) & !keep != 0 {
-            // Replaced dirty copies stay named by the saved entry until
-            // this write finishes: their slots are freed after it.
-            self.defer_release(b, ctx.map, keep);
+        // Replaced dirty copies stay named by the saved entry until this
+        // write finishes: their slots are freed after it.
+        let later = e.dirty != 0 && self.levels_of(&e) & !keep != 0;
+        self.drop_copies_except(b, ctx.map, keep, later);
+        if later {
             ctx.jobs.push(Job::one(b, JOB_RELEASE));
         }
-        self.drop_copies_except(b, ctx.map, keep);
         let Some((pair, slots)) = placed else {
             self.counters.home_writes += 1;
             ctx.plan.client(self.home, Op::Write, b);
@@ -518,7 +518,6 @@ impl Tica {
                 status,
                 on: pair,
                 dirty: true,
-                held: 0,
             },
         );
         self.rebalance(ctx.map, ctx.locks, ctx.jobs);
@@ -541,8 +540,8 @@ impl Tica {
     }
 
     /// Slots for a copy on each level of `pair`: the block's own where `e`
-    /// holds one (current or not), else a free one; `None` (nothing taken) when a level has
-    /// none free.
+    /// holds one (current or not), else a free one; `None` (nothing taken)
+    /// when a level has none free.
     fn take_slots(&mut self, e: &Entry, pair: [usize; 2]) -> Option<(u8, [(usize, u32); 2])> {
         let mut got = [(0usize, 0u32); 2];
         for (k, &level) in pair.iter().enumerate() {
@@ -564,26 +563,18 @@ impl Tica {
     }
 
     /// Drops every cache copy of `b` outside the levels `keep` (bit per
-    /// level), its slot to be freed when `b`'s next job finishes.
-    fn defer_release(&mut self, b: u64, map: &mut PlacementMap, keep: u8) {
+    /// level) and frees its slot, now or, with `later`, when `b`'s next job
+    /// finishes; the page must be forgotten already.
+    fn drop_copies_except(&mut self, b: u64, map: &mut PlacementMap, keep: u8, later: bool) {
         let e = map.get(b);
         for i in 0..3 {
             let dev = self.dev(i);
             if keep & (1 << i) == 0 && e.present & (1 << dev) != 0 {
-                self.releases.entry(b).or_default().push((i, e.loc(dev)));
-                map.entry_mut(b).drop_copy(dev);
-            }
-        }
-    }
-
-    /// Drops every cache copy of `b` outside the levels `keep` (bit per
-    /// level) and frees its slot; the page must be forgotten already.
-    fn drop_copies_except(&mut self, b: u64, map: &mut PlacementMap, keep: u8) {
-        let e = map.get(b);
-        for i in 0..3 {
-            let dev = self.dev(i);
-            if keep & (1 << i) == 0 && e.present & (1 << dev) != 0 {
-                self.free_slot(i, e.loc(dev));
+                if later {
+                    self.releases.entry(b).or_default().push((i, e.loc(dev)));
+                } else {
+                    self.free_slot(i, e.loc(dev));
+                }
                 map.entry_mut(b).drop_copy(dev);
             }
         }
@@ -646,7 +637,7 @@ impl Tica {
         } else {
             self.counters.drops += 1;
             self.forget(b);
-            self.drop_copies_except(b, map, 0);
+            self.drop_copies_except(b, map, 0, false);
         }
         true
     }
@@ -673,7 +664,7 @@ impl Tica {
             jobs.push(Job::one(b, JOB_FLUSH));
         } else {
             self.forget(b);
-            self.drop_copies_except(b, map, 0);
+            self.drop_copies_except(b, map, 0, false);
         }
         true
     }

@@ -57,7 +57,7 @@ impl Tica {
             } else {
                 self.counters.drops += 1;
                 self.forget(b);
-                self.drop_copies_except(b, ctx.map, 0);
+                self.drop_copies_except(b, ctx.map, 0, false);
             }
             return;
         };
@@ -91,16 +91,14 @@ impl Tica {
                 // The copy is written: the DRAM copy leaves.
                 let on = self.pages[&b].on;
                 self.forget(b);
-                self.drop_copies_except(b, ctx.map, on & !(1 << DRAM));
+                self.drop_copies_except(b, ctx.map, on & !(1 << DRAM), false);
                 self.refresh(b, ctx.map, Status::Idle);
-                if self.dead != 0 && self.pages.get(&b).is_some_and(|p| p.dirty) {
-                    self.drain(b, ctx.jobs);
-                }
+                self.drain_if_exposed(b, ctx.jobs);
             }
             Some(Status::Evicting) if job.kind == JOB_FLUSH => {
                 if ctx.map.get(b).dirty == 0 {
                     self.forget(b);
-                    self.drop_copies_except(b, ctx.map, 0);
+                    self.drop_copies_except(b, ctx.map, 0, false);
                 } else {
                     // The flush was repaired as failed: the page stays dirty.
                     self.refresh(b, ctx.map, Status::Idle);
@@ -132,7 +130,7 @@ impl Tica {
             m | (u8::from(e.present & (1 << self.dev(i)) != 0) << i)
         });
         if present & !keep != 0 {
-            self.drop_copies_except(b, map, keep);
+            self.drop_copies_except(b, map, keep, false);
         }
     }
 
@@ -146,26 +144,17 @@ impl Tica {
             .iter()
             .map(|l| vec![false; l.physical as usize])
             .collect();
-        let blocks: Vec<(u64, Entry)> = map.iter().collect();
         let mut placed = Vec::new();
-        for (b, e) in blocks {
+        for (b, e) in map.iter() {
+            let mut cached = false;
             for (i, used) in used.iter_mut().enumerate() {
                 let dev = self.dev(i);
-                if e.present & (1 << dev) == 0 {
-                    continue;
-                }
-                let slot = e.loc(dev) as usize;
-                match used.get_mut(slot) {
-                    Some(u) if !*u => *u = true,
-                    Some(_) => {
-                        return Err(format!(
-                            "block {b}: slot {slot} of device {dev} is held twice"
-                        ))
-                    }
-                    None => return Err(format!("block {b}: slot {slot} is beyond device {dev}")),
+                if e.present & (1 << dev) != 0 {
+                    crate::slots::claim(used, b, dev, e.loc(dev))?;
+                    cached = true;
                 }
             }
-            if e.present & 0b111 != 0 {
+            if cached {
                 placed.push(b);
             }
         }
@@ -198,7 +187,7 @@ impl Tica {
             if !(same || reclaimed) {
                 keep.drop_copy(dev);
                 if here {
-                    self.levels[i].release(now.loc(dev));
+                    self.free_slot(i, now.loc(dev));
                 }
             }
         }
@@ -207,13 +196,12 @@ impl Tica {
         self.refresh(b, map, Status::Idle);
     }
 
-    /// [`Tica::repair_to`], then the page's dirty data drains home when a
-    /// device is out of service or the failure left it one copy.
-    fn repair_and_drain(&mut self, b: u64, target: Entry, ctx: &mut TickCtx<'_>) {
-        self.repair_to(b, target, ctx.map);
+    /// Drains `b`'s dirty data home when a device is out of service or
+    /// the page is down to one copy.
+    fn drain_if_exposed(&mut self, b: u64, jobs: &mut Vec<Job>) {
         let exposed = |p: &Page| p.dirty && p.on != 0 && (self.dead != 0 || p.on.count_ones() == 1);
         if self.pages.get(&b).is_some_and(exposed) {
-            self.drain(b, ctx.jobs);
+            self.drain(b, jobs);
         }
     }
 
@@ -233,10 +221,7 @@ impl Tica {
         let Some(slot) = self.levels[level].alloc() else {
             return false;
         };
-        let dev = self.dev(level);
-        let en = map.entry_mut(b);
-        en.present |= 1 << dev;
-        en.set_loc(dev, slot);
+        crate::slots::place_copy(map, b, self.dev(level), slot);
         let seq = self.next_seq();
         self.adopt(
             b,
@@ -245,7 +230,6 @@ impl Tica {
                 status: Status::Idle,
                 on: 1 << level,
                 dirty: false,
-                held: 0,
             },
         );
         true
@@ -303,11 +287,12 @@ impl Policy for Tica {
     }
     fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
         if self.forget(block).is_some() {
-            self.drop_copies_except(block, ctx.map, 0);
+            self.drop_copies_except(block, ctx.map, 0, false);
         }
     }
     fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
-        self.repair_and_drain(block, target, ctx);
+        self.repair_to(block, target, ctx.map);
+        self.drain_if_exposed(block, ctx.jobs);
     }
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         self.dead == 0 && self.warm_page(block, map)

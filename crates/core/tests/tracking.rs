@@ -79,7 +79,7 @@ fn volume4() -> VolumeSpec {
 
 /// The volume each policy runs on: TICA needs its four devices.
 fn volume_for(policy: &str) -> VolumeSpec {
-    if policy.starts_with("tica") {
+    if tiermux_core::policies::tica::on_dram_and_two_ssds(policy) {
         volume4()
     } else {
         volume()
@@ -91,7 +91,7 @@ fn params(policy: &str, write_mode: &str) -> Params {
     if matches!(
         policy,
         "split" | "stripe" | "passthrough" | "hybrid-lru" | "hybrid-arc"
-    ) || policy.starts_with("tica")
+    ) || tiermux_core::policies::tica::on_dram_and_two_ssds(policy)
     {
         return p;
     }
@@ -742,13 +742,45 @@ fn tica_over_four_devices() {
     }
 }
 
+/// The TICA paper's baselines over DRAM, an SSD, its mirror and home:
+/// data is safe across restarts and failures (a dirty page is always on
+/// both SSDs), and each baseline's own rules act (uCache admits DRAM
+/// victims read again; S-RAC re-adds SSD victims read there).
+#[test]
+fn tica_baselines_over_four_devices() {
+    for policy in ["ucache", "s-rac"] {
+        for seed in 0..6u64 {
+            let (most, state) = exercise(policy, "wb", seed, &volume4(), 0);
+            assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
+            let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
+            assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
+            assert_eq!(get("moves"), 0.0, "{policy}: no DRAM write partition");
+            assert_eq!(get("dram_dirty_blocks"), 0.0, "{policy}");
+            assert!(get("failure_points") >= 1000.0);
+            for dev in 0..3 {
+                let lost = get(&format!("most_lost_without_device_{dev}"));
+                assert_eq!(lost, 0.0, "{policy} seed {seed}: device {dev}");
+            }
+            // Both SSDs hold the same pages.
+            assert_eq!(get("ro_blocks"), get("wo_blocks"), "{policy}");
+            match policy {
+                "ucache" => assert!(get("admitted_victims") > 0.0 && get("demotions") > 0.0),
+                _ => assert!(get("readds") > 0.0, "s-rac: nothing re-added"),
+            }
+        }
+        for seed in 0..6u64 {
+            exercise(policy, "wb", 400 + seed, &volume4(), 30);
+        }
+    }
+}
+
 /// Any one of TICA's cache devices dies: it is taken out of service, and
 /// from then on, through restarts, no read fails and every read returns
 /// the last acknowledged write (the harness checks each one); the dirty
 /// data drains home and nothing stays dirty on the dead device.
 #[test]
 fn tica_survives_the_death_of_any_cache_device() {
-    for policy in ["tica-ef", "tica-wed", "tica-a"] {
+    for policy in ["tica-ef", "tica-wed", "tica-a", "ucache", "s-rac"] {
         for dev in 0..3u8 {
             for seed in 0..3u64 {
                 let (_, state) = exercise_with(policy, "wb", 500 + seed, &volume4(), 0, Some(dev));

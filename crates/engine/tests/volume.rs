@@ -338,14 +338,14 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
                 out.crashes, out.fingerprint[MOVED_BYTES]
             );
         }
-        if *policy == "hibachi" || policy.starts_with("tica") {
+        if *policy == "hibachi" || tiermux_core::policies::tica::on_dram_and_two_ssds(policy) {
             // Hibachi: DRAM, NVRAM and home, dirty data only on NVRAM (a
             // file). TICA: DRAM, RO- and WO-SSD and home, every device
             // written.
             assert!(out.crashes >= 200, "{policy}: {} crash points", out.crashes);
             println!("{policy}: {} crash points", out.crashes);
         }
-        if policy.starts_with("tica") {
+        if tiermux_core::policies::tica::on_dram_and_two_ssds(policy) {
             assert!((0..4).all(|d| out.fingerprint[2 * d + 1] > 0), "{out:?}");
         }
         crashes += out.crashes;

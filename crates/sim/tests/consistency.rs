@@ -73,7 +73,7 @@ fn config(
     if policy == "passthrough" {
         return c;
     }
-    if policy.starts_with("tica") {
+    if tiermux_core::policies::tica::on_dram_and_two_ssds(policy) {
         // DRAM, a read- and a write-optimized SSD over a slower SSD: a
         // small DRAM, so that its partitions and the mover are busy.
         c.devices = ["dram", "optane-905p", "flash-970pro", "sata-870"]

@@ -37,6 +37,11 @@ impl Ghost {
         }
     }
 
+    /// True when `page` is remembered.
+    pub fn contains(&self, page: u64) -> bool {
+        self.seq_of.contains_key(&page)
+    }
+
     /// Forgets `page`; true when it was remembered (a ghost hit).
     pub fn take(&mut self, page: u64) -> bool {
         match self.seq_of.remove(&page) {

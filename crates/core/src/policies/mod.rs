@@ -21,10 +21,12 @@ pub mod nhc;
 pub mod passthrough;
 pub mod sib;
 pub mod split;
+pub mod srac;
 pub mod stacked;
 pub mod stripe;
 pub mod tica;
 pub mod tiered;
+pub mod ucache;
 
 /// Constructor signature of a registered policy.
 pub type PolicyBuilder = fn(&Params, &VolumeSpec, u64) -> Result<Box<dyn Policy>, PolicyError>;
@@ -62,6 +64,8 @@ pub static REGISTRY: &[Registered] = &[
     tica::REGISTERED_EF,
     tica::REGISTERED_WED,
     tica::REGISTERED_A,
+    ucache::REGISTERED,
+    srac::REGISTERED,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

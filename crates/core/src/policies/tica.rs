@@ -9,7 +9,7 @@ use super::{param_err, Registered};
 use crate::params::Params;
 use crate::policy::{Policy, PolicyError, VolumeSpec};
 use crate::tica::adapt::{Adaptive, Mode, Thresholds};
-use crate::tica::{Choice, Tica};
+use crate::tica::{Choice, Ssds, Tica};
 
 /// Registry entry: TICA-EF.
 pub const REGISTERED_EF: Registered = Registered {
@@ -37,6 +37,7 @@ fn build_ef(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>,
     Ok(Box::new(Tica::build(
         "tica-ef",
         Choice::Fixed(Mode::Ef),
+        Ssds::ReadWrite,
         p,
         vol,
     )?))
@@ -46,6 +47,7 @@ fn build_wed(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>
     Ok(Box::new(Tica::build(
         "tica-wed",
         Choice::Fixed(Mode::Wed),
+        Ssds::ReadWrite,
         p,
         vol,
     )?))
@@ -63,5 +65,18 @@ fn build_a(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, 
     // Algorithm 2's window: twice the DRAM's pages (checked by the build).
     let dram_blocks = vol.devices.first().map_or(1, |d| d.capacity_blocks.max(1));
     let choice = Choice::Adaptive(Adaptive::new(t, 2 * dram_blocks, steps));
-    Ok(Box::new(Tica::build("tica-a", choice, p, vol)?))
+    Ok(Box::new(Tica::build(
+        "tica-a",
+        choice,
+        Ssds::ReadWrite,
+        p,
+        vol,
+    )?))
+}
+
+/// Whether the registered policy `name` runs on a DRAM and two SSDs over
+/// a home device (TICA and the baselines its paper compares against), for
+/// harnesses that choose a volume by policy.
+pub fn on_dram_and_two_ssds(name: &str) -> bool {
+    name.starts_with("tica-") || name == "ucache" || name == "s-rac"
 }

@@ -32,9 +32,18 @@
 //! has two copies (DRAM + WO, or RO + WO), except after a failed write
 //! leaves one. As in `crate::hybrid`, each device keeps `reserve_blocks`
 //! slots back, so that a page can arrive before its victim's job has run.
+//!
+//! The same machine runs the paper's baselines ([`Ssds::Mirrored`]): a
+//! DRAM over two like SSDs kept as a RAID-1 pair. A write is written to
+//! both SSDs (no dirty data in DRAM, so no single point of failure, as
+//! the paper modifies uCache), a DRAM victim a baseline admits is copied
+//! to both, reads of a mirrored page alternate between the two, and a
+//! baseline's [`rules::Rules`] decide admissions, cached writes and
+//! second rounds.
 
 pub mod adapt;
 mod degraded;
+pub mod rules;
 mod upkeep;
 
 use std::collections::BTreeSet;
@@ -45,6 +54,7 @@ use crate::policy::{Ctx, DeviceRole, LockView, PolicyError, VolumeSpec};
 use crate::slots::SlotPool;
 use crate::types::{DeviceIndex, Job, Op, Outcome};
 use adapt::{Adaptive, Mode, Seen};
+use rules::Rules;
 
 /// Job kind: copy a page from the DRAM's write partition to RO.
 pub const JOB_MOVE: u8 = 1;
@@ -66,12 +76,25 @@ const READ_ORDER: [usize; 3] = [DRAM, RO, WO];
 const VICTIM_SCAN: usize = 64;
 
 /// How a TICA cache chooses where DRAM victims go.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Choice {
     /// Always one mode (TICA-EF, TICA-WED).
     Fixed(Mode),
     /// TICA-A's controller.
     Adaptive(Adaptive),
+    /// A baseline's rules (uCache, S-RAC).
+    Rules(Box<dyn Rules>),
+}
+
+/// How the two SSDs are used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ssds {
+    /// TICA: a read-optimized SSD (device 1) and a write-optimized one
+    /// (device 2) holding different copies.
+    ReadWrite,
+    /// The baselines: two like SSDs as a RAID-1 pair, every SSD copy on
+    /// both.
+    Mirrored,
 }
 
 /// What is queued or under way for a page.
@@ -100,6 +123,10 @@ struct Page {
     on: u8,
     /// Whether the copies are newer than home.
     dirty: bool,
+    /// Read again in DRAM since it was filled.
+    reused: bool,
+    /// Read on the SSDs since it arrived there.
+    ssd_hit: bool,
 }
 
 impl Page {
@@ -129,14 +156,20 @@ pub struct TicaCounters {
     pub flushes: u64,
     /// Writes that found the write partition full and went to RO and WO.
     pub partition_bypasses: u64,
-    /// Writes that found no room on the cache devices and went home.
+    /// Writes that found no room on the cache devices, or that a
+    /// baseline's rules sent around them, and went home.
     pub home_writes: u64,
+    /// SSD victims a baseline's rules gave a second round.
+    pub readds: u64,
 }
 
 /// A TICA cache (see the module documentation).
 pub struct Tica {
     name: &'static str,
     choice: Choice,
+    ssds: Ssds,
+    /// Which SSD of a mirrored pair serves the next read.
+    read_turn: usize,
     levels: [SlotPool; 3],
     home: DeviceIndex,
     vol_blocks: u64,
@@ -171,10 +204,11 @@ pub struct Tica {
 
 impl Tica {
     /// A TICA cache over `vol`, whose first three devices are caches (DRAM,
-    /// RO-SSD, WO-SSD) over a home device.
+    /// RO-SSD, WO-SSD, or DRAM and a mirrored SSD pair) over a home device.
     pub fn build(
         name: &'static str,
         choice: Choice,
+        ssds: Ssds,
         p: &crate::Params,
         vol: &VolumeSpec,
     ) -> Result<Tica, PolicyError> {
@@ -185,14 +219,26 @@ impl Tica {
         let caches: Vec<DeviceIndex> = vol.with_role(DeviceRole::Cache).collect();
         let home = vol.home();
         let Some(home) = home.filter(|&h| caches == [0, 1, 2] && h == 3) else {
+            let ssds_named = match ssds {
+                Ssds::ReadWrite => "cache (read-optimized SSD), cache (write-optimized SSD)",
+                Ssds::Mirrored => "cache (SSD), cache (its mirror)",
+            };
             return Err(err(format!(
-                "needs four devices with roles cache (DRAM), cache (read-optimized SSD), cache (write-optimized SSD), home; the volume has {}",
-                vol.devices.iter().map(|d| d.role.as_str()).collect::<Vec<_>>().join(", ")
+                "needs four devices with roles cache (DRAM), {ssds_named}, home; the volume has {}",
+                vol.devices
+                    .iter()
+                    .map(|d| d.role.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         };
         let e = crate::policies::param_err(name);
         let reserve = p.u64_in("reserve_blocks", 1, 1, 1 << 20).map_err(&e)?;
-        let write_share = p.f64_in("write_share", 0.1, 0.0, 1.0).map_err(&e)?;
+        // A mirrored pair takes writes on the SSDs: DRAM holds clean pages.
+        let write_share = match ssds {
+            Ssds::ReadWrite => p.f64_in("write_share", 0.1, 0.0, 1.0).map_err(&e)?,
+            Ssds::Mirrored => 0.0,
+        };
         let mut levels = Vec::new();
         for d in 0..3u8 {
             let l = SlotPool::new(d, vol.devices[d as usize].capacity_blocks, reserve);
@@ -209,6 +255,8 @@ impl Tica {
         Ok(Tica {
             name,
             choice,
+            ssds,
+            read_turn: RO,
             levels,
             home,
             vol_blocks: vol.num_blocks,
@@ -234,6 +282,7 @@ impl Tica {
         match &self.choice {
             Choice::Fixed(m) => *m,
             Choice::Adaptive(a) => a.mode(),
+            Choice::Rules(_) => Mode::Ef,
         }
     }
 
@@ -241,7 +290,7 @@ impl Tica {
     pub fn switches(&self) -> u64 {
         match &self.choice {
             Choice::Adaptive(a) => a.switches,
-            Choice::Fixed(_) => 0,
+            Choice::Fixed(_) | Choice::Rules(_) => 0,
         }
     }
 
@@ -350,10 +399,15 @@ impl Tica {
                 delta(&mut l.resident);
             }
         }
-        match page.status {
-            Status::MoveQueued => delta(&mut self.promised[RO]),
-            Status::DemoteQueued => delta(&mut self.promised[WO]),
-            _ => {}
+        let promises = match page.status {
+            Status::MoveQueued => 1 << RO,
+            Status::DemoteQueued => self.demote_targets(),
+            _ => 0,
+        };
+        for (level, promised) in self.promised.iter_mut().enumerate() {
+            if promises & (1 << level) != 0 {
+                delta(promised);
+            }
         }
         if page.dirty && page.has(DRAM) {
             delta(&mut self.dram_dirty);
@@ -375,6 +429,8 @@ impl Tica {
                 status,
                 on,
                 dirty: self.dirty_of(&e),
+                reused: old.is_some_and(|p| p.reused),
+                ssd_hit: old.is_some_and(|p| p.ssd_hit),
             },
         );
     }
@@ -391,11 +447,52 @@ impl Tica {
             .saturating_sub(self.write_partition as u64)
     }
 
-    /// Counts a request for TICA-A.
-    fn note(&mut self, seen: Seen) {
-        if let Choice::Adaptive(a) = &mut self.choice {
-            a.note(seen);
+    /// Counts a request for TICA-A, or shows it to a baseline's rules.
+    fn note(&mut self, b: u64, op: Op, seen: Seen) {
+        match &mut self.choice {
+            Choice::Adaptive(a) => a.note(seen),
+            Choice::Rules(r) => r.note(b, op),
+            Choice::Fixed(_) => {}
         }
+    }
+
+    /// Whether a clean DRAM victim goes to the SSDs: under WED, or when a
+    /// baseline's rules admit it.
+    fn admits(&mut self, b: u64) -> bool {
+        let reused = self.pages.get(&b).is_some_and(|p| p.reused);
+        if let Choice::Rules(r) = &mut self.choice {
+            return r.admit_victim(b, reused);
+        }
+        self.mode() == Mode::Wed
+    }
+
+    /// Whether a client write of `b` is cached (a baseline's rules may
+    /// send it home).
+    fn caches_write(&mut self, b: u64) -> bool {
+        match &mut self.choice {
+            Choice::Rules(r) => r.cache_write(b),
+            _ => true,
+        }
+    }
+
+    /// The levels an admitted DRAM victim is copied to.
+    fn demote_targets(&self) -> u8 {
+        match self.ssds {
+            Ssds::ReadWrite => 1 << WO,
+            Ssds::Mirrored => 1 << RO | 1 << WO,
+        }
+    }
+
+    /// The level a read of a page on the levels `on` goes to: the first in
+    /// read order, or, for a page on both SSDs of a mirrored pair, each in
+    /// turn (RAID-1 reads are balanced).
+    fn read_level(&mut self, on: u8) -> Option<usize> {
+        let pair = 1 << RO | 1 << WO;
+        if self.ssds == Ssds::Mirrored && on & (1 << DRAM) == 0 && on & pair == pair {
+            self.read_turn = RO + WO - self.read_turn;
+            return Some(self.read_turn);
+        }
+        READ_ORDER.into_iter().find(|&l| on & (1 << l) != 0)
     }
 
     /// Serves a read of `b`.
@@ -403,18 +500,29 @@ impl Tica {
         let e = ctx.map.get(b);
         let on = self.levels_of(&e);
         let eq_hit = on & (1 << DRAM) == 0 && self.evicted.take(b);
-        self.note(Seen {
-            read: true,
-            dram_hit: on & (1 << DRAM) != 0,
-            eq_hit,
-            cache_hit: on != 0,
-        });
-        if let Some(&level) = READ_ORDER.iter().find(|&&l| on & (1 << l) != 0) {
+        self.note(
+            b,
+            Op::Read,
+            Seen {
+                read: true,
+                dram_hit: on & (1 << DRAM) != 0,
+                eq_hit,
+                cache_hit: on != 0,
+            },
+        );
+        if let Some(level) = self.read_level(on) {
             let dev = self.dev(level);
             ctx.plan.client(dev, Op::Read, e.loc(dev) as u64);
             if self.pages.contains_key(&b) {
                 let seq = self.next_seq();
-                self.update(b, |p| p.seq = seq);
+                self.update(b, |p| {
+                    p.seq = seq;
+                    if level == DRAM {
+                        p.reused = true;
+                    } else {
+                        p.ssd_hit = true;
+                    }
+                });
             }
             return Outcome::Hit(dev);
         }
@@ -445,6 +553,8 @@ impl Tica {
                 status: Status::Idle,
                 on: 1 << DRAM,
                 dirty: false,
+                reused: false,
+                ssd_hit: false,
             },
         );
         self.rebalance(ctx.map, ctx.locks, ctx.jobs);
@@ -461,7 +571,7 @@ impl Tica {
     /// Serves a write of `b`: two copies, DRAM and WO when the write
     /// partition has room, else RO and WO, else home only.
     pub fn write(&mut self, b: u64, ctx: &mut Ctx<'_>) -> Outcome {
-        self.note(Seen::default());
+        self.note(b, Op::Write, Seen::default());
         let old = self.pages.get(&b).copied();
         // A write cancels a queued demotion or flush of the page (the job
         // finds the page changed and does nothing).
@@ -470,10 +580,12 @@ impl Tica {
             _ => Status::Idle,
         };
         let in_dram = old.is_some_and(|p| p.dirty && p.has(DRAM));
-        let dram_room = in_dram || self.write_partition_has_room();
+        let dram_room =
+            self.ssds == Ssds::ReadWrite && (in_dram || self.write_partition_has_room());
+        let cached = self.caches_write(b);
         let e = ctx.map.get(b);
-        let pairs: &[[usize; 2]] = if self.dead != 0 {
-            // Degraded: the data goes home (write-through).
+        let pairs: &[[usize; 2]] = if self.dead != 0 || !cached {
+            // Degraded (write-through), or sent home by a baseline's rules.
             &[]
         } else if dram_room {
             &[[DRAM, WO], [RO, WO]]
@@ -482,8 +594,12 @@ impl Tica {
         };
         let seq = self.next_seq();
         self.forget(b);
-        let placed = pairs.iter().find_map(|&pair| self.take_slots(&e, pair));
-        let keep = placed.map_or(0, |(p, _)| p);
+        // A dirty copy is never overwritten in place: a crash during the
+        // write could leave two dirty copies holding different versions.
+        let placed = pairs
+            .iter()
+            .find_map(|pair| self.take_slots(&e, pair, false));
+        let keep = placed.map_or(0, |(p, slots)| p & !self.relocated(&e, &slots));
         // Replaced dirty copies stay named by the saved entry until this
         // write finishes: their slots are freed after it.
         let later = e.dirty != 0 && self.levels_of(&e) & !keep != 0;
@@ -518,6 +634,8 @@ impl Tica {
                 status,
                 on: pair,
                 dirty: true,
+                reused: false,
+                ssd_hit: false,
             },
         );
         self.rebalance(ctx.map, ctx.locks, ctx.jobs);
@@ -539,20 +657,30 @@ impl Tica {
         self.dram_dirty < self.write_partition as u64
     }
 
-    /// Slots for a copy on each level of `pair`: the block's own where `e`
-    /// holds one (current or not), else a free one; `None` (nothing taken)
-    /// when a level has none free.
-    fn take_slots(&mut self, e: &Entry, pair: [usize; 2]) -> Option<(u8, [(usize, u32); 2])> {
-        let mut got = [(0usize, 0u32); 2];
+    /// Slots for a copy on each of one or two `levels`: the block's own
+    /// where `e` holds one (a dirty one only if `reuse_dirty`), else a free
+    /// one; `None` (nothing taken) when a level has none free. The levels
+    /// (bit per level) and a (level, slot) per level, in order.
+    fn take_slots(
+        &mut self,
+        e: &Entry,
+        levels: &[usize],
+        reuse_dirty: bool,
+    ) -> Option<(u8, [(usize, u32); 2])> {
+        assert!((1..=2).contains(&levels.len()), "one or two levels");
+        let pair = levels;
+        let own =
+            |dev: DeviceIndex| e.present & (1 << dev) != 0 && (reuse_dirty || !e.dirty_on(dev));
+        let mut got = [(pair[0], 0u32); 2];
         for (k, &level) in pair.iter().enumerate() {
             let dev = self.dev(level);
-            let slot = if e.present & (1 << dev) != 0 {
+            let slot = if own(dev) {
                 Some(e.loc(dev))
             } else {
                 self.levels[level].alloc()
             };
             let Some(slot) = slot else {
-                if k == 1 && e.present & (1 << self.dev(pair[0])) == 0 {
+                if k == 1 && !own(self.dev(pair[0])) {
                     self.levels[pair[0]].release(got[0].1);
                 }
                 return None;
@@ -560,6 +688,16 @@ impl Tica {
             got[k] = (level, slot);
         }
         Some((pair.iter().fold(0, |m, &l| m | 1 << l), got))
+    }
+
+    /// The levels (bit per level) where `e` holds a copy at another slot
+    /// than `slots` gives.
+    fn relocated(&self, e: &Entry, slots: &[(usize, u32); 2]) -> u8 {
+        slots.iter().fold(0, |m, &(level, slot)| {
+            let dev = self.dev(level);
+            let moved = e.present & (1 << dev) != 0 && e.loc(dev) != slot;
+            m | u8::from(moved) << level
+        })
     }
 
     /// Drops every cache copy of `b` outside the levels `keep` (bit per
@@ -631,7 +769,7 @@ impl Tica {
             return false;
         };
         self.evicted.push(b, self.levels[DRAM].capacity as usize);
-        if self.mode() == Mode::Wed && self.dead & (1 << WO) == 0 {
+        if self.admits(b) && self.dead & self.demote_targets() == 0 {
             self.update(b, |p| p.status = Status::DemoteQueued);
             jobs.push(Job::one(b, JOB_DEMOTE));
         } else {
@@ -642,8 +780,10 @@ impl Tica {
         true
     }
 
-    /// Evicts the SSDs' LRU page (for RO's pressure, the LRU page with an
-    /// RO copy): a clean one now, a dirty one after a flush.
+    /// Evicts the SSDs' LRU page (for RO's pressure under TICA, the LRU
+    /// page with an RO copy): a clean one now, a dirty one after a flush.
+    /// Under rules that re-add, a victim read on the SSDs since it arrived
+    /// goes back to the most recent end instead, once.
     fn evict_ssd(
         &mut self,
         level: usize,
@@ -651,13 +791,32 @@ impl Tica {
         locks: &dyn LockView,
         jobs: &mut Vec<Job>,
     ) -> bool {
-        let set = if level == RO {
-            &self.ro_dirty
-        } else {
-            &self.ssd_lru
-        };
-        let Some(b) = Self::unlocked(set, locks) else {
-            return false;
+        let readds = matches!(&self.choice, Choice::Rules(r) if r.readds());
+        let (mut b, mut readded) = (None, false);
+        for _ in 0..VICTIM_SCAN {
+            let set = if level == RO && self.ssds == Ssds::ReadWrite {
+                &self.ro_dirty
+            } else {
+                &self.ssd_lru
+            };
+            let Some(candidate) = Self::unlocked(set, locks) else {
+                break;
+            };
+            if !(readds && self.pages[&candidate].ssd_hit) {
+                b = Some(candidate);
+                break;
+            }
+            let seq = self.next_seq();
+            self.update(candidate, |p| {
+                p.seq = seq;
+                p.ssd_hit = false;
+            });
+            self.counters.readds += 1;
+            readded = true;
+        }
+        let Some(b) = b else {
+            // Only re-added pages (acted: their marks are spent), or none.
+            return readded;
         };
         if self.pages[&b].dirty {
             self.update(b, |p| p.status = Status::Evicting);

@@ -2,10 +2,12 @@
 //! a saved map and from failed operations, trims, and the [`Policy`] it
 //! presents.
 
-use super::{Page, Status, Tica, DRAM, JOB_DEMOTE, JOB_FLUSH, JOB_MOVE, JOB_RELEASE, RO, WO};
+use super::{
+    Choice, Page, Ssds, Status, Tica, DRAM, JOB_DEMOTE, JOB_FLUSH, JOB_MOVE, JOB_RELEASE, RO, WO,
+};
 use crate::map::{Entry, PlacementMap};
 use crate::policy::{Ctx, Policy, TickCtx};
-use crate::types::{Access, DeviceIndex, Job, Op, Outcome, Purpose};
+use crate::types::{Access, DeviceIndex, Io, Job, Op, Outcome, Purpose, NO_DEP};
 
 impl Tica {
     /// Plans a queued job whose block is now locked. A job whose page has
@@ -16,8 +18,14 @@ impl Tica {
             return;
         };
         match (job.kind, page.status) {
-            (JOB_MOVE, Status::MoveQueued) => self.copy_down(b, DRAM, RO, true, ctx),
-            (JOB_DEMOTE, Status::DemoteQueued) => self.copy_down(b, DRAM, WO, false, ctx),
+            (JOB_MOVE, Status::MoveQueued) => self.copy_down(b, DRAM, &[RO], true, ctx),
+            (JOB_DEMOTE, Status::DemoteQueued) => {
+                let to: &[usize] = match self.ssds {
+                    Ssds::ReadWrite => &[WO],
+                    Ssds::Mirrored => &[RO, WO],
+                };
+                self.copy_down(b, DRAM, to, false, ctx);
+            }
             (JOB_FLUSH, Status::Evicting) => {
                 let e = ctx.map.get(b);
                 let on = self.levels_of(&e);
@@ -38,20 +46,19 @@ impl Tica {
         }
     }
 
-    /// Copies `b` from level `from` to level `to`, keeping the `from` copy
-    /// until the job finishes; without a slot on `to`, a move waits again
-    /// and a demotion drops the page.
-    fn copy_down(&mut self, b: u64, from: usize, to: usize, dirty: bool, ctx: &mut Ctx<'_>) {
+    /// Copies `b` from level `from` to the levels `to` (one read, a write
+    /// to each), keeping the `from` copy until the job finishes; without a
+    /// slot on every level of `to`, a move waits again and a demotion
+    /// drops the page.
+    fn copy_down(&mut self, b: u64, from: usize, to: &[usize], dirty: bool, ctx: &mut Ctx<'_>) {
         let e = ctx.map.get(b);
-        let (src, dst) = (self.dev(from), self.dev(to));
-        let slot = if self.levels_of(&e) & (1 << from) == 0 {
+        let src = self.dev(from);
+        let slots = if self.levels_of(&e) & (1 << from) == 0 {
             None
-        } else if e.present & (1 << dst) != 0 {
-            Some(e.loc(dst))
         } else {
-            self.levels[to].alloc()
+            self.take_slots(&e, to, true)
         };
-        let Some(slot) = slot else {
+        let Some((_, slots)) = slots else {
             if dirty {
                 self.refresh(b, ctx.map, Status::MoveWaiting);
             } else {
@@ -61,18 +68,31 @@ impl Tica {
             }
             return;
         };
-        ctx.plan.copy(
-            None,
-            (src, e.loc(src) as u64),
-            (dst, slot as u64),
-            Purpose::Migrate,
-            false,
-        );
-        let en = ctx.map.entry_mut(b);
-        en.present |= 1 << dst;
-        en.set_loc(dst, slot);
+        let read = ctx.plan.push(Io {
+            device: src,
+            dir: Op::Read,
+            addr: e.loc(src) as u64,
+            purpose: Purpose::Migrate,
+            after: NO_DEP,
+            acks: false,
+        });
+        for &(level, slot) in &slots[..to.len()] {
+            let dst = self.dev(level);
+            ctx.plan.copy(
+                Some(read),
+                (src, e.loc(src) as u64),
+                (dst, slot as u64),
+                Purpose::Migrate,
+                false,
+            );
+            let en = ctx.map.entry_mut(b);
+            en.present |= 1 << dst;
+            en.set_loc(dst, slot);
+            if dirty {
+                en.dirty |= 1 << dst;
+            }
+        }
         if dirty {
-            en.dirty |= 1 << dst;
             self.counters.moves += 1;
         } else {
             self.counters.demotions += 1;
@@ -93,6 +113,9 @@ impl Tica {
                 self.forget(b);
                 self.drop_copies_except(b, ctx.map, on & !(1 << DRAM), false);
                 self.refresh(b, ctx.map, Status::Idle);
+                if let Some(p) = self.pages.get_mut(&b) {
+                    p.ssd_hit = false; // it has just arrived there
+                }
                 self.drain_if_exposed(b, ctx.jobs);
             }
             Some(Status::Evicting) if job.kind == JOB_FLUSH => {
@@ -111,7 +134,7 @@ impl Tica {
 
     /// Keeps only the copies a consistent page has: the dirty ones when
     /// any is dirty (DRAM's rather than RO's beside WO's), else the first
-    /// clean one in read order.
+    /// clean one in read order (both of a mirrored pair).
     fn normalize(&mut self, b: u64, map: &mut PlacementMap) {
         let e = map.get(b);
         let on = self.levels_of(&e);
@@ -122,7 +145,9 @@ impl Tica {
         if keep & (1 << DRAM) != 0 && keep & (1 << RO) != 0 {
             keep &= !(1 << RO);
         }
-        if dirty == 0 {
+        let pair = 1 << RO | 1 << WO;
+        let mirrored = self.ssds == Ssds::Mirrored && keep & !pair == 0;
+        if dirty == 0 && !mirrored {
             keep &= keep.wrapping_neg(); // the lowest level only
         }
         // Stale copies and those not kept leave.
@@ -206,30 +231,40 @@ impl Tica {
     }
 
     /// Places `b` as a clean page without I/O: in DRAM's read partition,
-    /// else on WO, where there is room.
+    /// else where an admitted DRAM victim goes (WO, or both SSDs of a
+    /// mirrored pair), where there is room.
     fn warm_page(&mut self, b: u64, map: &mut PlacementMap) -> bool {
         if self.pages.contains_key(&b) {
             return true;
         }
-        let level = if (self.dram_clean.len() as u64) < self.read_partition() && self.room(DRAM) {
-            DRAM
-        } else if self.room(WO) {
-            WO
-        } else {
+        let ssds: &[usize] = match self.ssds {
+            Ssds::ReadWrite => &[WO],
+            Ssds::Mirrored => &[RO, WO],
+        };
+        let levels: &[usize] =
+            if (self.dram_clean.len() as u64) < self.read_partition() && self.room(DRAM) {
+                &[DRAM]
+            } else if ssds.iter().all(|&l| self.room(l)) {
+                ssds
+            } else {
+                return false;
+            };
+        let Some((on, slots)) = self.take_slots(&map.get(b), levels, true) else {
             return false;
         };
-        let Some(slot) = self.levels[level].alloc() else {
-            return false;
-        };
-        crate::slots::place_copy(map, b, self.dev(level), slot);
+        for &(level, slot) in &slots[..levels.len()] {
+            crate::slots::place_copy(map, b, self.dev(level), slot);
+        }
         let seq = self.next_seq();
         self.adopt(
             b,
             Page {
                 seq,
                 status: Status::Idle,
-                on: 1 << level,
+                on,
                 dirty: false,
+                reused: false,
+                ssd_hit: false,
             },
         );
         true
@@ -258,7 +293,7 @@ impl Policy for Tica {
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         let dirty = self.pages.values().filter(|p| p.dirty).count();
         let c = &self.counters;
-        vec![
+        let mut state = vec![
             ("cached_blocks", self.pages.len() as f64),
             ("dirty_blocks", dirty as f64),
             ("dram_clean_blocks", self.dram_clean.len() as f64),
@@ -277,10 +312,18 @@ impl Policy for Tica {
             ("partition_bypasses", c.partition_bypasses as f64),
             ("home_writes", c.home_writes as f64),
             ("mode_switches", self.switches() as f64),
-        ]
+            ("readds", c.readds as f64),
+        ];
+        if let Choice::Rules(r) = &self.choice {
+            state.extend(r.state());
+        }
+        state
     }
     fn layout(&self) -> &str {
-        "tica"
+        match self.ssds {
+            Ssds::ReadWrite => "tica",
+            Ssds::Mirrored => "ssd-mirror",
+        }
     }
     fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
         self.restore_from(map)

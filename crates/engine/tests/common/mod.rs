@@ -88,12 +88,12 @@ pub fn config(dir: &Path, policy: &str, extra: &str) -> VolumeConfig {
     // home.
     let middle = if policy == "stacked" || policy == "hibachi" {
         "[[device]]\nname = \"middle\"\npath = \"middle.img\"\nsize = 524288\n"
-    } else if policy.starts_with("tica") {
+    } else if tiermux_core::policies::tica::on_dram_and_two_ssds(policy) {
         "[[device]]\nname = \"ro\"\npath = \"ro.img\"\nsize = 262144\n[[device]]\nname = \"wo\"\npath = \"wo.img\"\nsize = 262144\n"
     } else {
         ""
     };
-    let fast = if policy.starts_with("tica") {
+    let fast = if tiermux_core::policies::tica::on_dram_and_two_ssds(policy) {
         128 << 10
     } else {
         fast
@@ -259,4 +259,6 @@ pub const MODES: &[(&str, &str)] = &[
     ("hybrid-arc", ""),
     ("tica-wed", ""),
     ("tica-a", "smbi_steps = 1"),
+    ("ucache", ""),
+    ("s-rac", ""),
 ];

@@ -1,0 +1,237 @@
+//! S-RAC (Ni, Jiang, Jiang, Ma, Xiong and Wang, "S-RAC: SSD Friendly
+//! Caching for Data Center Workloads", SYSTOR 2016) as the TICA paper runs
+//! it: a single-level SSD cache given a DRAM level in front, over a RAID-1
+//! pair of like SSDs (writes written to both).
+//!
+//! S-RAC tells six kinds of access apart by a cost-benefit analysis and
+//! keeps SSD-friendly blocks with re-adding and ghost-cache adaptation. No
+//! code of it is public; this is our reading of that description
+//! (`docs/tica.md`):
+//! - **Six kinds**: a block's first access within the history window
+//!   (read or write), or a read or write after a read or after a write.
+//! - **Cost and benefit**: keeping a block on the SSDs after an access
+//!   costs an SSD write; it pays off when the block's next access is a
+//!   read. For each kind S-RAC learns the share of accesses whose next
+//!   access is a read, from every block in a history (a ghost of recent
+//!   blocks and the kind of their last access) whether the SSDs kept it
+//!   or not, so a refused kind's share keeps being measured: the ghost
+//!   adaptation. The counts halve every `history_blocks` accesses.
+//! - **Admission**: a write whose kind's share is below `t_benefit` goes
+//!   home instead of to the SSDs; so does a clean DRAM victim whose last
+//!   access was of such a kind.
+//! - **Re-adding**: an SSD victim read on the SSDs since it arrived goes
+//!   back to the most recent end once, without an SSD write.
+
+use super::{param_err, Registered};
+use crate::hybrid::ghost::Ghost;
+use crate::params::Params;
+use crate::policy::{Policy, PolicyError, VolumeSpec};
+use crate::tica::rules::Rules;
+use crate::tica::{Choice, Ssds, Tica};
+use crate::types::Op;
+
+/// Registry entry.
+pub const REGISTERED: Registered = Registered {
+    name: "s-rac",
+    summary: "S-RAC: DRAM over a RAID-1 SSD pair, six access kinds admitted by learned reuse, SSD hits re-added",
+    build,
+};
+
+/// The six kinds of access.
+const KINDS: usize = 6;
+
+/// The kind of an access of `op` after one of `prev` (`None`: the block's
+/// first access in the history): 0 first read, 1 first write, 2 read after
+/// read, 3 read after write, 4 write after read, 5 write after write.
+fn kind(prev: Option<Op>, op: Op) -> usize {
+    match (prev, op) {
+        (None, Op::Read) => 0,
+        (None, Op::Write) => 1,
+        (Some(Op::Read), Op::Read) => 2,
+        (Some(Op::Write), Op::Read) => 3,
+        (Some(Op::Read), Op::Write) => 4,
+        (Some(Op::Write), Op::Write) => 5,
+    }
+}
+
+/// Names of the kinds, for the counters.
+const KIND_NAMES: [&str; KINDS] = [
+    "read_share_first_read",
+    "read_share_first_write",
+    "read_share_read_after_read",
+    "read_share_read_after_write",
+    "read_share_write_after_read",
+    "read_share_write_after_write",
+];
+
+/// S-RAC's access history and per-kind estimates.
+#[derive(Debug)]
+struct Srac {
+    /// Recent blocks, in one ghost per kind of their last access.
+    recent: [Ghost; KINDS],
+    history_blocks: usize,
+    /// Per kind: accesses followed by another access in the history, and
+    /// of those, followed by a read.
+    followed: [f64; KINDS],
+    read_next: [f64; KINDS],
+    t_benefit: f64,
+    /// Accesses since the counts last halved.
+    since_decay: usize,
+    /// The kind of the access being decided.
+    current: usize,
+    refused_writes: u64,
+    refused_victims: u64,
+}
+
+impl Srac {
+    /// The kind of `block`'s last access, if the history holds it.
+    fn last_kind(&self, block: u64) -> Option<usize> {
+        (0..KINDS).find(|&k| self.recent[k].contains(block))
+    }
+
+    /// The share of accesses of kind `k` whose next access is a read (1
+    /// before any is measured).
+    fn read_share(&self, k: usize) -> f64 {
+        if self.followed[k] < 1.0 {
+            1.0
+        } else {
+            self.read_next[k] / self.followed[k]
+        }
+    }
+
+    fn pays(&self, k: usize) -> bool {
+        self.read_share(k) >= self.t_benefit
+    }
+}
+
+impl Rules for Srac {
+    fn note(&mut self, block: u64, op: Op) {
+        let prev = self.last_kind(block).map(|k| {
+            self.recent[k].take(block);
+            self.followed[k] += 1.0;
+            if op == Op::Read {
+                self.read_next[k] += 1.0;
+            }
+            if k == 1 || k == 4 || k == 5 {
+                Op::Write
+            } else {
+                Op::Read
+            }
+        });
+        self.current = kind(prev, op);
+        self.recent[self.current].push(block, self.history_blocks);
+        self.since_decay += 1;
+        if self.since_decay >= self.history_blocks {
+            self.since_decay = 0;
+            for k in 0..KINDS {
+                self.followed[k] /= 2.0;
+                self.read_next[k] /= 2.0;
+            }
+        }
+    }
+
+    fn admit_victim(&mut self, block: u64, _reused: bool) -> bool {
+        let admit = self.pays(self.last_kind(block).unwrap_or(0));
+        self.refused_victims += u64::from(!admit);
+        admit
+    }
+
+    fn cache_write(&mut self, _block: u64) -> bool {
+        let cache = self.pays(self.current);
+        self.refused_writes += u64::from(!cache);
+        cache
+    }
+
+    fn readds(&self) -> bool {
+        true
+    }
+
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        let mut s = vec![
+            ("refused_writes", self.refused_writes as f64),
+            ("refused_victims", self.refused_victims as f64),
+        ];
+        s.extend((0..KINDS).map(|k| (KIND_NAMES[k], self.read_share(k))));
+        s
+    }
+}
+
+fn build(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, PolicyError> {
+    let e = param_err("s-rac");
+    let ssd_blocks = vol.devices.get(1).map_or(1, |d| d.capacity_blocks.max(1));
+    let rules = Srac {
+        recent: Default::default(),
+        history_blocks: p
+            .u64_in("history_blocks", 2 * ssd_blocks, 1, 1 << 40)
+            .map_err(&e)? as usize,
+        followed: [0.0; KINDS],
+        read_next: [0.0; KINDS],
+        t_benefit: p.f64_in("t_benefit", 0.5, 0.0, 1.0).map_err(&e)?,
+        since_decay: 0,
+        current: 0,
+        refused_writes: 0,
+        refused_victims: 0,
+    };
+    Ok(Box::new(Tica::build(
+        "s-rac",
+        Choice::Rules(Box::new(rules)),
+        Ssds::Mirrored,
+        p,
+        vol,
+    )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn srac(history_blocks: usize) -> Srac {
+        Srac {
+            recent: Default::default(),
+            history_blocks,
+            followed: [0.0; KINDS],
+            read_next: [0.0; KINDS],
+            t_benefit: 0.5,
+            since_decay: 0,
+            current: 0,
+            refused_writes: 0,
+            refused_victims: 0,
+        }
+    }
+
+    /// Blocks written over and over (write after write) stop being cached;
+    /// blocks written and then read keep being cached.
+    #[test]
+    fn learns_which_kinds_are_read_next() {
+        let mut s = srac(1_000);
+        for round in 0..20u64 {
+            for b in 0..10 {
+                s.note(b, Op::Write); // rewritten, never read
+                s.note(100 + b, Op::Write);
+                s.note(100 + b, Op::Read); // written, then read
+            }
+            if round > 2 {
+                s.note(5, Op::Write);
+                assert!(!s.cache_write(5), "write after write, round {round}");
+                s.note(105, Op::Write);
+                assert!(s.cache_write(105), "write after read, round {round}");
+            }
+        }
+        // Rewritten blocks: a write follows a write. The others alternate:
+        // a read follows each write (after a read), a write each read.
+        assert!(s.read_share(5) < 0.1, "{}", s.read_share(5));
+        assert!(s.read_share(4) > 0.9, "{}", s.read_share(4));
+        assert!(s.read_share(3) < 0.1, "{}", s.read_share(3));
+        assert_eq!(s.last_kind(105), Some(4));
+        assert!(s.refused_writes > 0);
+    }
+
+    #[test]
+    fn six_kinds() {
+        let all: Vec<usize> = [None, Some(Op::Read), Some(Op::Write)]
+            .into_iter()
+            .flat_map(|p| [Op::Read, Op::Write].map(|o| kind(p, o)))
+            .collect();
+        assert_eq!(all, vec![0, 1, 2, 4, 3, 5]);
+    }
+}

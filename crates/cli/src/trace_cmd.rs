@@ -229,17 +229,22 @@ pub fn replay_cmd(
         outln!("(trace read in {load_s:.2} s)");
         return Ok(());
     }
-    // Read hits on the first two devices, named as the shape names them.
-    let names = volume(1).spec(1).devices;
-    let (first, second) = (&names[0].name, &names[1].name);
+    // Read hits on every cache device and pages written to each after the
+    // first (NVRAM, the SSDs: the devices whose endurance counts), named
+    // as the shape names them.
+    let shape = volume(1).spec(1).devices;
+    let caches: Vec<usize> = (0..shape.len() - 1).collect();
+    let mut head = vec!["hit %".to_string(), "read %".to_string()];
+    head.extend(caches.iter().map(|&d| format!("{} %", shape[d].name)));
+    head.push("write %".into());
+    head.extend(caches[1..].iter().map(|&d| format!("{} wr", shape[d].name)));
+    let widths: Vec<usize> = head.iter().map(|h| h.len().max(7)).collect();
+    let mut line = format!("{:>12}", "cache pages");
+    for (h, w) in head.iter().zip(&widths) {
+        line += &format!(" {h:>w$}");
+    }
     outln!(
-        "{:>12} {:>7} {:>7} {:>8} {:>8} {:>7} {:>12} {:>9} {:>8} {:>11} {:>12}",
-        "cache pages",
-        "hit %",
-        "read %",
-        format!("{first} %"),
-        format!("{second} %"),
-        "write %",
+        "{line} {:>12} {:>9} {:>8} {:>11} {:>12}",
         "stored pages",
         "runs",
         "mean run",
@@ -251,13 +256,23 @@ pub fn replay_cmd(
         let r = replay_accesses(policy, &params, t.page_accesses(), volume(n as u64), true)?;
         let secs = s.elapsed().as_secs_f64();
         let stored = r.storage_blocks;
+        let mut cells = vec![
+            format!("{:.2}", r.hit_ratio() * 100.0),
+            format!("{:.2}", r.read_hit_ratio() * 100.0),
+        ];
+        cells.extend(
+            caches
+                .iter()
+                .map(|&d| format!("{:.2}", r.read_hit_ratio_on(d) * 100.0)),
+        );
+        cells.push(format!("{:.2}", r.write_hit_ratio() * 100.0));
+        cells.extend(caches[1..].iter().map(|&d| r.blocks_written(d).to_string()));
+        let mut line = format!("{n:>12}");
+        for (c, w) in cells.iter().zip(&widths) {
+            line += &format!(" {c:>w$}");
+        }
         outln!(
-            "{n:>12} {:>7.2} {:>7.2} {:>8.2} {:>8.2} {:>7.2} {stored:>12} {:>9} {:>8.2} {:>11.2} {:>12.0}",
-            r.hit_ratio() * 100.0,
-            r.read_hit_ratio() * 100.0,
-            r.read_hit_ratio_on(0) * 100.0,
-            r.read_hit_ratio_on(1) * 100.0,
-            r.write_hit_ratio() * 100.0,
+            "{line} {stored:>12} {:>9} {:>8.2} {:>11.2} {:>12.0}",
             r.storage_runs(),
             stored as f64 / r.storage_runs().max(1) as f64,
             raid5_mb_s(r.storage_log.as_deref().unwrap_or(&[]), page_bytes),
@@ -268,7 +283,7 @@ pub fn replay_cmd(
             write_iolog(&file, runs, page_bytes)?;
         }
     }
-    outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes; stored pages are the writes reaching home, in runs of consecutive pages; RAID-5 MB/s is their modelled write throughput on six 7,200 rpm disks, one run at a time)");
+    outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes, DEVICE % of reads served by a device, DEVICE wr pages written to a device; stored pages are the writes reaching home, in runs of consecutive pages; RAID-5 MB/s is their modelled write throughput on six 7,200 rpm disks, one run at a time)");
     Ok(())
 }
 

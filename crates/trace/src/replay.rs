@@ -261,7 +261,7 @@ impl TraceVolume {
             };
             match build_policy(name, params, &v.spec(1), 1) {
                 Ok(p) => {
-                    let reserve = matches!(p.layout(), "hybrid" | "tica");
+                    let reserve = matches!(p.layout(), "hybrid" | "tica" | "ssd-mirror");
                     return Ok(TraceVolume {
                         cache_pages,
                         reserve_pages: u64::from(reserve),

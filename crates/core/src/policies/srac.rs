@@ -10,12 +10,15 @@
 //! - **Six kinds**: a block's first access within the history window
 //!   (read or write), or a read or write after a read or after a write.
 //! - **Cost and benefit**: keeping a block on the SSDs after an access
-//!   costs an SSD write; it pays off when the block's next access is a
-//!   read. For each kind S-RAC learns the share of accesses whose next
-//!   access is a read, from every block in a history (a ghost of recent
-//!   blocks and the kind of their last access) whether the SSDs kept it
-//!   or not, so a refused kind's share keeps being measured: the ghost
-//!   adaptation. The counts halve every `history_blocks` accesses.
+//!   costs an SSD write; it pays off when the block is accessed again
+//!   while it could still be there (a read hit, or in write-back a write
+//!   hit that saves a disk write). For each kind S-RAC learns the share of
+//!   accesses followed by another access within a history of twice the
+//!   SSD's blocks (a ghost of recent blocks and the kind of their last
+//!   access), whether the SSDs kept the block or not, so a refused kind's
+//!   share keeps being measured: the ghost adaptation. The counts halve
+//!   every `history_blocks` accesses. Blocks accessed once (read or
+//!   written and not again) are what it keeps off the SSDs.
 //! - **Admission**: a write whose kind's share is below `t_benefit` goes
 //!   home instead of to the SSDs; so does a clean DRAM victim whose last
 //!   access was of such a kind.
@@ -56,12 +59,12 @@ fn kind(prev: Option<Op>, op: Op) -> usize {
 
 /// Names of the kinds, for the counters.
 const KIND_NAMES: [&str; KINDS] = [
-    "read_share_first_read",
-    "read_share_first_write",
-    "read_share_read_after_read",
-    "read_share_read_after_write",
-    "read_share_write_after_read",
-    "read_share_write_after_write",
+    "reuse_share_first_read",
+    "reuse_share_first_write",
+    "reuse_share_read_after_read",
+    "reuse_share_read_after_write",
+    "reuse_share_write_after_read",
+    "reuse_share_write_after_write",
 ];
 
 /// S-RAC's access history and per-kind estimates.
@@ -70,10 +73,10 @@ struct Srac {
     /// Recent blocks, in one ghost per kind of their last access.
     recent: [Ghost; KINDS],
     history_blocks: usize,
-    /// Per kind: accesses followed by another access in the history, and
-    /// of those, followed by a read.
+    /// Per kind: accesses, and those followed by another access of their
+    /// block within the history.
+    seen: [f64; KINDS],
     followed: [f64; KINDS],
-    read_next: [f64; KINDS],
     t_benefit: f64,
     /// Accesses since the counts last halved.
     since_decay: usize,
@@ -89,18 +92,16 @@ impl Srac {
         (0..KINDS).find(|&k| self.recent[k].contains(block))
     }
 
-    /// The share of accesses of kind `k` whose next access is a read (1
-    /// before any is measured).
-    fn read_share(&self, k: usize) -> f64 {
-        if self.followed[k] < 1.0 {
-            1.0
-        } else {
-            self.read_next[k] / self.followed[k]
-        }
+    /// The share of accesses of kind `k` followed by another access of
+    /// their block within the history, with one access and its reuse as a
+    /// prior (so a kind not measured yet pays, and the access being
+    /// decided, counted already, does not sink its kind's share).
+    fn reuse_share(&self, k: usize) -> f64 {
+        (self.followed[k] + 1.0) / (self.seen[k] + 1.0)
     }
 
     fn pays(&self, k: usize) -> bool {
-        self.read_share(k) >= self.t_benefit
+        self.reuse_share(k) >= self.t_benefit
     }
 }
 
@@ -109,9 +110,6 @@ impl Rules for Srac {
         let prev = self.last_kind(block).map(|k| {
             self.recent[k].take(block);
             self.followed[k] += 1.0;
-            if op == Op::Read {
-                self.read_next[k] += 1.0;
-            }
             if k == 1 || k == 4 || k == 5 {
                 Op::Write
             } else {
@@ -119,13 +117,14 @@ impl Rules for Srac {
             }
         });
         self.current = kind(prev, op);
+        self.seen[self.current] += 1.0;
         self.recent[self.current].push(block, self.history_blocks);
         self.since_decay += 1;
         if self.since_decay >= self.history_blocks {
             self.since_decay = 0;
             for k in 0..KINDS {
+                self.seen[k] /= 2.0;
                 self.followed[k] /= 2.0;
-                self.read_next[k] /= 2.0;
             }
         }
     }
@@ -151,7 +150,7 @@ impl Rules for Srac {
             ("refused_writes", self.refused_writes as f64),
             ("refused_victims", self.refused_victims as f64),
         ];
-        s.extend((0..KINDS).map(|k| (KIND_NAMES[k], self.read_share(k))));
+        s.extend((0..KINDS).map(|k| (KIND_NAMES[k], self.reuse_share(k))));
         s
     }
 }
@@ -164,8 +163,8 @@ fn build(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, Po
         history_blocks: p
             .u64_in("history_blocks", 2 * ssd_blocks, 1, 1 << 40)
             .map_err(&e)? as usize,
+        seen: [0.0; KINDS],
         followed: [0.0; KINDS],
-        read_next: [0.0; KINDS],
         t_benefit: p.f64_in("t_benefit", 0.5, 0.0, 1.0).map_err(&e)?,
         since_decay: 0,
         current: 0,
@@ -189,8 +188,8 @@ mod tests {
         Srac {
             recent: Default::default(),
             history_blocks,
+            seen: [0.0; KINDS],
             followed: [0.0; KINDS],
-            read_next: [0.0; KINDS],
             t_benefit: 0.5,
             since_decay: 0,
             current: 0,
@@ -199,31 +198,36 @@ mod tests {
         }
     }
 
-    /// Blocks written over and over (write after write) stop being cached;
-    /// blocks written and then read keep being cached.
+    /// Blocks written once and never again stop being cached; blocks
+    /// written over and over, and blocks written and then read, keep being
+    /// cached.
     #[test]
-    fn learns_which_kinds_are_read_next() {
+    fn learns_which_kinds_are_accessed_again() {
         let mut s = srac(1_000);
+        let mut once = 1_000_000;
         for round in 0..20u64 {
             for b in 0..10 {
-                s.note(b, Op::Write); // rewritten, never read
-                s.note(100 + b, Op::Write);
-                s.note(100 + b, Op::Read); // written, then read
+                once += 1;
+                s.note(once, Op::Write); // written once
+                s.note(b, Op::Write); // rewritten every round
+                s.note(100 + b, Op::Read); // read every round
             }
             if round > 2 {
+                s.note(once + 1_000_000, Op::Write);
+                assert!(!s.cache_write(0), "a first write, round {round}");
                 s.note(5, Op::Write);
-                assert!(!s.cache_write(5), "write after write, round {round}");
+                assert!(s.cache_write(5), "write after write, round {round}");
                 s.note(105, Op::Write);
                 assert!(s.cache_write(105), "write after read, round {round}");
             }
         }
-        // Rewritten blocks: a write follows a write. The others alternate:
-        // a read follows each write (after a read), a write each read.
-        assert!(s.read_share(5) < 0.1, "{}", s.read_share(5));
-        assert!(s.read_share(4) > 0.9, "{}", s.read_share(4));
-        assert!(s.read_share(3) < 0.1, "{}", s.read_share(3));
+        assert!(s.reuse_share(1) < 0.2, "{}", s.reuse_share(1));
+        assert!(s.reuse_share(5) > 0.9, "{}", s.reuse_share(5));
+        assert!(s.reuse_share(2) > 0.9, "{}", s.reuse_share(2));
         assert_eq!(s.last_kind(105), Some(4));
         assert!(s.refused_writes > 0);
+        // A DRAM victim last read after a read is admitted.
+        assert!(s.admit_victim(101, false));
     }
 
     #[test]

@@ -553,6 +553,20 @@ fn exercise_with(
     (most, state)
 }
 
+/// Drives `policy` write-back over `vol` without injected failures,
+/// checks that it cached and dirtied blocks and flushed some, and returns
+/// its controller state by name.
+fn exercise_flushing(policy: &str, seed: u64, vol: &VolumeSpec) -> impl Fn(&str) -> f64 {
+    let (most, state) = exercise(policy, "wb", seed, vol, 0);
+    assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
+    let get = move |n: &str| {
+        let found = state.iter().find(|(k, _)| k == n);
+        found.unwrap_or_else(|| panic!("no controller value {n}")).1
+    };
+    assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
+    get
+}
+
 #[test]
 fn tracking_contract_and_restart_for_every_policy() {
     for reg in tiermux_core::REGISTRY {
@@ -697,10 +711,7 @@ fn failed_operations_leave_every_policy_consistent() {
 fn hybrid_caches_over_three_devices() {
     for policy in ["hibachi", "hybrid-lru", "hybrid-arc"] {
         for seed in 0..6u64 {
-            let (most, state) = exercise(policy, "wb", seed, &volume3(), 0);
-            assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
-            let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
-            assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
+            let get = exercise_flushing(policy, seed, &volume3());
             // Dirty pages have one copy, on NVRAM: its failure loses
             // them; DRAM holds clean pages only.
             assert_eq!(get("most_lost_without_device_0"), 0.0, "{policy}");
@@ -718,10 +729,7 @@ fn hybrid_caches_over_three_devices() {
 fn tica_over_four_devices() {
     for policy in ["tica-ef", "tica-wed", "tica-a"] {
         for seed in 0..6u64 {
-            let (most, state) = exercise(policy, "wb", seed, &volume4(), 0);
-            assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
-            let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
-            assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
+            let get = exercise_flushing(policy, seed, &volume4());
             assert!(get("moves") > 0.0, "{policy}: nothing moved to RO");
             // No single cache device's failure, at any of the points
             // checked, would lose an acknowledged write.
@@ -750,10 +758,7 @@ fn tica_over_four_devices() {
 fn tica_baselines_over_four_devices() {
     for policy in ["ucache", "s-rac"] {
         for seed in 0..6u64 {
-            let (most, state) = exercise(policy, "wb", seed, &volume4(), 0);
-            assert!(most.0 > 0.0 && most.1 > 0.0, "{policy}: {most:?}");
-            let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
-            assert!(get("flushed_blocks") > 0.0, "{policy}: nothing flushed");
+            let get = exercise_flushing(policy, seed, &volume4());
             assert_eq!(get("moves"), 0.0, "{policy}: no DRAM write partition");
             assert_eq!(get("dram_dirty_blocks"), 0.0, "{policy}");
             assert!(get("failure_points") >= 1000.0);

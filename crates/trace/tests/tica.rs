@@ -3,27 +3,15 @@
 //! spends on hits).
 
 mod common;
+#[path = "common/two_ssds.rs"]
+mod two_ssds;
 
 use common::skewed;
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_core::rng::Rng;
-use tiermux_core::{Op, Params, Purpose};
-use tiermux_trace::replay::{hit_ratio, ReplayStats, TraceVolume};
-
-/// DRAM of 50 pages (5 of them the default write partition), RO and WO
-/// of `ssd_pages` each, one reserve page per cache device.
-fn volume(ssd_pages: u64) -> TraceVolume {
-    TraceVolume {
-        cache_pages: ssd_pages,
-        dram_share: Some(50.0 / ssd_pages as f64),
-        reserve_pages: 1,
-        ssd_pair: true,
-    }
-}
-
-fn run(policy: &str, accesses: &[(u64, Op)], ssd_pages: u64) -> ReplayStats {
-    common::run(policy, &Params::new(), accesses, volume(ssd_pages))
-}
+use tiermux_core::{Op, Purpose};
+use tiermux_trace::replay::{hit_ratio, ReplayStats};
+use two_ssds::run;
 
 fn ssd_writes(s: &ReplayStats) -> u64 {
     s.blocks_written(1) + s.blocks_written(2)

@@ -4,26 +4,13 @@
 //! past reuse, S-RAC by the reuse its access kinds go on to have).
 
 mod common;
+#[path = "common/two_ssds.rs"]
+mod two_ssds;
 
 use common::skewed;
-use tiermux_core::{Op, Params};
-use tiermux_trace::replay::{ReplayStats, TraceVolume};
-
-/// DRAM of 50 pages (all of it the read partition: the baselines keep no
-/// dirty data in DRAM), two SSDs of `ssd_pages` each, one reserve page per
-/// cache device.
-fn volume(ssd_pages: u64) -> TraceVolume {
-    TraceVolume {
-        cache_pages: ssd_pages,
-        dram_share: Some(50.0 / ssd_pages as f64),
-        reserve_pages: 1,
-        ssd_pair: true,
-    }
-}
-
-fn run(policy: &str, accesses: &[(u64, Op)], ssd_pages: u64) -> ReplayStats {
-    common::run(policy, &Params::new(), accesses, volume(ssd_pages))
-}
+use tiermux_core::Op;
+use tiermux_trace::replay::ReplayStats;
+use two_ssds::run;
 
 /// Each page of a stream read twice in a row and never again.
 fn read_twice(pages: u64) -> Vec<(u64, Op)> {

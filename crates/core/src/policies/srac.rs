@@ -57,6 +57,16 @@ fn kind(prev: Option<Op>, op: Op) -> usize {
     }
 }
 
+/// The operation of each kind of access.
+const KIND_OP: [Op; KINDS] = [
+    Op::Read,
+    Op::Write,
+    Op::Read,
+    Op::Read,
+    Op::Write,
+    Op::Write,
+];
+
 /// Names of the kinds, for the counters.
 const KIND_NAMES: [&str; KINDS] = [
     "reuse_share_first_read",
@@ -107,14 +117,9 @@ impl Srac {
 
 impl Rules for Srac {
     fn note(&mut self, block: u64, op: Op) {
-        let prev = self.last_kind(block).map(|k| {
-            self.recent[k].take(block);
+        let prev = (0..KINDS).find(|&k| self.recent[k].take(block)).map(|k| {
             self.followed[k] += 1.0;
-            if k == 1 || k == 4 || k == 5 {
-                Op::Write
-            } else {
-                Op::Read
-            }
+            KIND_OP[k]
         });
         self.current = kind(prev, op);
         self.seen[self.current] += 1.0;

@@ -475,12 +475,18 @@ impl Tica {
         }
     }
 
-    /// The levels an admitted DRAM victim is copied to.
-    fn demote_targets(&self) -> u8 {
+    /// The levels an admitted DRAM victim is copied to: WO, or both SSDs
+    /// of a mirrored pair.
+    fn demote_levels(&self) -> &'static [usize] {
         match self.ssds {
-            Ssds::ReadWrite => 1 << WO,
-            Ssds::Mirrored => 1 << RO | 1 << WO,
+            Ssds::ReadWrite => &[WO],
+            Ssds::Mirrored => &[RO, WO],
         }
+    }
+
+    /// [`Tica::demote_levels`] as a bit per level.
+    fn demote_targets(&self) -> u8 {
+        self.demote_levels().iter().fold(0, |m, &l| m | 1 << l)
     }
 
     /// The level a read of a page on the levels `on` goes to: the first in
@@ -668,11 +674,10 @@ impl Tica {
         reuse_dirty: bool,
     ) -> Option<(u8, [(usize, u32); 2])> {
         assert!((1..=2).contains(&levels.len()), "one or two levels");
-        let pair = levels;
         let own =
             |dev: DeviceIndex| e.present & (1 << dev) != 0 && (reuse_dirty || !e.dirty_on(dev));
-        let mut got = [(pair[0], 0u32); 2];
-        for (k, &level) in pair.iter().enumerate() {
+        let mut got = [(levels[0], 0u32); 2];
+        for (k, &level) in levels.iter().enumerate() {
             let dev = self.dev(level);
             let slot = if own(dev) {
                 Some(e.loc(dev))
@@ -680,14 +685,14 @@ impl Tica {
                 self.levels[level].alloc()
             };
             let Some(slot) = slot else {
-                if k == 1 && !own(self.dev(pair[0])) {
-                    self.levels[pair[0]].release(got[0].1);
+                if k == 1 && !own(self.dev(levels[0])) {
+                    self.levels[levels[0]].release(got[0].1);
                 }
                 return None;
             };
             got[k] = (level, slot);
         }
-        Some((pair.iter().fold(0, |m, &l| m | 1 << l), got))
+        Some((levels.iter().fold(0, |m, &l| m | 1 << l), got))
     }
 
     /// The levels (bit per level) where `e` holds a copy at another slot

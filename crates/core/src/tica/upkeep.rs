@@ -20,11 +20,7 @@ impl Tica {
         match (job.kind, page.status) {
             (JOB_MOVE, Status::MoveQueued) => self.copy_down(b, DRAM, &[RO], true, ctx),
             (JOB_DEMOTE, Status::DemoteQueued) => {
-                let to: &[usize] = match self.ssds {
-                    Ssds::ReadWrite => &[WO],
-                    Ssds::Mirrored => &[RO, WO],
-                };
-                self.copy_down(b, DRAM, to, false, ctx);
+                self.copy_down(b, DRAM, self.demote_levels(), false, ctx);
             }
             (JOB_FLUSH, Status::Evicting) => {
                 let e = ctx.map.get(b);
@@ -237,10 +233,7 @@ impl Tica {
         if self.pages.contains_key(&b) {
             return true;
         }
-        let ssds: &[usize] = match self.ssds {
-            Ssds::ReadWrite => &[WO],
-            Ssds::Mirrored => &[RO, WO],
-        };
+        let ssds = self.demote_levels();
         let levels: &[usize] =
             if (self.dram_clean.len() as u64) < self.read_partition() && self.room(DRAM) {
                 &[DRAM]

@@ -247,6 +247,17 @@ pub trait Policy: Send {
         false
     }
 
+    /// Whether the newest data of an acknowledged write may be held by
+    /// devices in the mask `devices` (devices other than home) and by no
+    /// other, so that losing all of them at once, as memory loses its
+    /// contents in a power cut, would lose it. The engine refuses to keep
+    /// such devices in memory over a persistent home. The default says
+    /// yes for any device (policies that place single copies anywhere:
+    /// tiering, splitting).
+    fn may_keep_sole_copies(&self, devices: u8) -> bool {
+        devices != 0
+    }
+
     /// Places `block` as if it had been admitted, without I/O (cache
     /// pre-warming). Returns false when the policy has nowhere to put it.
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {

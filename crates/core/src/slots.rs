@@ -67,6 +67,9 @@ pub(crate) struct SlotPool {
     pub free: Vec<u32>,
     /// Pages the policy counts on this device.
     pub resident: u64,
+    /// The device is out of service: no slot is handed out again, and a
+    /// released slot stays used.
+    pub retired: bool,
 }
 
 impl SlotPool {
@@ -79,7 +82,16 @@ impl SlotPool {
             physical,
             free: (0..physical).rev().collect(),
             resident: 0,
+            retired: false,
         }
+    }
+
+    /// Takes the device out of service: its capacity becomes zero and
+    /// its slots are never handed out again.
+    pub fn retire(&mut self) {
+        self.retired = true;
+        self.capacity = 0;
+        self.free.clear();
     }
 
     /// Takes a free slot, if any.
@@ -87,9 +99,12 @@ impl SlotPool {
         self.free.pop()
     }
 
-    /// Returns `slot` to the free list.
+    /// Returns `slot` to the free list (unless the device is retired).
     pub fn release(&mut self, slot: u32) {
         assert!(slot < self.physical, "slot {slot} beyond the device");
+        if self.retired {
+            return;
+        }
         debug_assert!(!self.free.contains(&slot), "slot {slot} freed twice");
         self.free.push(slot);
     }
@@ -133,6 +148,11 @@ mod tests {
         assert_eq!(p.alloc(), Some(1));
         assert_eq!(p.alloc(), Some(3));
         assert_eq!(p.alloc(), None);
+        p.release(1);
+        p.retire();
+        assert_eq!((p.capacity, p.alloc()), (0, None));
+        p.release(3);
+        assert_eq!(p.alloc(), None, "a retired pool hands out nothing");
         let mut used = [false, true];
         assert_eq!(claim(&mut used, 7, 2, 0), Ok(()));
         assert_eq!(

@@ -168,6 +168,10 @@ struct World {
     /// A device that has died: every operation on it fails, and a write
     /// to it reaches nothing.
     dead: Option<u8>,
+    /// Blocks whose newest data was only on the dead device when it died
+    /// (until written again): their reads may fail.
+    at_risk: HashSet<u64>,
+    at_risk_failed_reads: u64,
 }
 
 impl World {
@@ -251,6 +255,9 @@ impl World {
                 match a.access.op {
                     // Settled when the plan finishes (`check_events`).
                     Op::Write => {}
+                    Op::Read if a.failed && self.at_risk.contains(&a.access.block) => {
+                        self.at_risk_failed_reads += 1
+                    }
                     Op::Read if a.failed => self.failed_reads += 1,
                     Op::Read if self.uncertain.contains(&a.access.block) => {
                         let written = self.issued.get(&a.access.block);
@@ -410,6 +417,7 @@ impl World {
                     } else {
                         self.acked.insert(f.block, v);
                         self.uncertain.remove(&f.block);
+                        self.at_risk.remove(&f.block);
                     }
                 }
             }
@@ -500,15 +508,21 @@ fn exercise_with(
         failure_points: 0,
         most_lost: [0; 8],
         dead: None,
+        at_risk: HashSet::new(),
+        at_risk_failed_reads: 0,
     };
     let mut writes = HashMap::new();
     let mut most = (0.0f64, 0.0f64);
     let mut state = Vec::new();
     for round in 0..4 {
         world.label = format!("{policy} {wm} seed {seed} round {round}");
-        if let Some(dev) = kill.filter(|_| round > 0) {
-            // A dead device is taken out of service again at each start.
+        if let Some(dev) = kill.filter(|_| round == 1) {
             world.dead = kill;
+            let only_there = d
+                .map()
+                .iter()
+                .filter(|(_, e)| tiermux_core::safe::current_copies(e) == 1 << dev);
+            world.at_risk.extend(only_there.map(|(b, _)| b));
             assert!(d.take_out_of_service(dev), "{policy}: device {dev} kept");
         }
         world.drive(&mut d, &mut rng, 1500, &mut writes);
@@ -530,6 +544,12 @@ fn exercise_with(
         d = Dispatcher::with_map(build(), saved)
             .unwrap_or_else(|e| panic!("{policy} {wm}: restore failed: {e}"));
         d.track_changes();
+        if let Some(dev) = world.dead {
+            // A dead device is taken out of service again at each start
+            // (what that queues fails on it).
+            assert!(d.take_out_of_service(dev), "{policy}: device {dev} kept");
+            world.pump(&mut d, &mut rng, &writes, true);
+        }
         assert_eq!(
             count(&d),
             before,
@@ -537,6 +557,10 @@ fn exercise_with(
         );
     }
     state.push(("failure_points".into(), world.failure_points as f64));
+    state.push((
+        "at_risk_failed_reads".into(),
+        world.at_risk_failed_reads as f64,
+    ));
     for (dev, &n) in world.most_lost.iter().enumerate().take(vol.devices.len()) {
         state.push((format!("most_lost_without_device_{dev}"), n as f64));
     }
@@ -718,6 +742,33 @@ fn hybrid_caches_over_three_devices() {
             let lost = get("most_lost_without_device_1");
             assert!(lost > 0.0, "{policy}: NVRAM held no dirty page");
             println!("{policy} seed {seed}: losing NVRAM would lose up to {lost} blocks");
+        }
+    }
+}
+
+/// A hybrid cache's DRAM or NVRAM dies: it is taken out of service, and
+/// from then on, through restarts, every read returns the last
+/// acknowledged write or fails. Only reads of blocks whose newest data was
+/// on the dead NVRAM alone may fail (DRAM holds clean pages only); writes
+/// then go home, and the cache keeps no dirty page.
+#[test]
+fn hybrid_caches_lose_only_nvram_dirty_data_when_a_cache_device_dies() {
+    for policy in ["hibachi", "hybrid-lru", "hybrid-arc"] {
+        for dev in 0..2u8 {
+            for seed in 0..3u64 {
+                let (most, state) =
+                    exercise_with(policy, "wb", 600 + seed, &volume3(), 0, Some(dev));
+                let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
+                let what = format!("{policy} seed {seed} without device {dev}");
+                assert!(most.0 > 0.0, "{what}: nothing cached");
+                if dev == 0 {
+                    assert_eq!(get("at_risk_failed_reads"), 0.0, "{what}");
+                    assert!(get("dirty_blocks") > 0.0, "{what}: no write cached");
+                } else {
+                    assert!(get("at_risk_failed_reads") > 0.0, "{what}: none at risk");
+                    assert_eq!(get("dirty_blocks"), 0.0, "{what}");
+                }
+            }
         }
     }
 }

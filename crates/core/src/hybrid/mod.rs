@@ -20,6 +20,7 @@
 //! the reserve is used up (many accesses before the jobs run, in real
 //! time), a read miss is not cached and a write goes straight home.
 
+mod degraded;
 pub mod ghost;
 pub mod runs;
 mod upkeep;
@@ -141,6 +142,8 @@ pub struct Hybrid {
     /// Queued migrations into each level, not yet started (each will take
     /// a free slot there).
     promised: [u64; 2],
+    /// Levels out of service, one bit each.
+    dead: u8,
     counters: HybridCounters,
 }
 
@@ -208,6 +211,7 @@ impl Hybrid {
             pending_promotion: None,
             releases: BlockMap::default(),
             promised: [0, 0],
+            dead: 0,
             counters: HybridCounters::default(),
         })
     }
@@ -406,7 +410,7 @@ impl Hybrid {
         let e = ctx.map.get(b);
         let seq = self.next_seq();
         if let Some(page) = self.pages.get(&b).copied() {
-            if e.valid_on(nvram) && !page.migrating {
+            if e.valid_on(nvram) && !page.migrating && !self.is_dead(NVRAM) {
                 // In place: a dirty page (queued for a flush or not) or a
                 // clean page borrowing NVRAM.
                 ctx.plan.client(nvram, Op::Write, e.loc(nvram) as u64);

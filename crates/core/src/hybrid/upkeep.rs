@@ -5,7 +5,7 @@
 use super::{After, Hybrid, Kind, Page, DRAM, JOB_FLUSH, JOB_MIGRATE, NVRAM};
 use crate::map::{Entry, PlacementMap};
 use crate::policy::{Ctx, Policy, TickCtx};
-use crate::types::{Access, Job, Op, Outcome, Purpose};
+use crate::types::{Access, DeviceIndex, Job, Op, Outcome, Purpose};
 
 impl Hybrid {
     /// Plans a queued job whose blocks are now locked.
@@ -163,7 +163,12 @@ impl Hybrid {
             let same = here && target.valid_on(dev) && now.loc(dev) == target.loc(dev);
             let reclaimed =
                 !here && target.dirty_on(dev) && self.level_mut(i).reclaim(target.loc(dev));
-            if same || reclaimed {
+            if same && self.is_dead(i) && target.dirty_on(dev) {
+                // The only copy of a dirty page, on a device out of
+                // service: kept, at risk, outside the cache.
+                continue;
+            }
+            if (same && !self.is_dead(i)) || reclaimed {
                 kept = Some((i, target.dirty_on(dev)));
             } else {
                 keep.drop_copy(dev);
@@ -252,14 +257,22 @@ impl Policy for Hybrid {
         self.restore_from(map)
     }
     fn trim(&mut self, block: u64, ctx: &mut Ctx<'_>) {
-        if self.forget(block).is_some() {
-            self.drop_copies(block, ctx.map);
-        }
+        // A page at risk on a device out of service has a copy but no
+        // page.
+        self.forget(block);
+        self.drop_copies(block, ctx.map);
     }
     fn repair(&mut self, block: u64, target: Entry, ctx: &mut TickCtx<'_>) {
         self.repair_to(block, target, ctx.map);
     }
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         self.warm_page(block, map)
+    }
+    fn take_out_of_service(&mut self, device: DeviceIndex, ctx: &mut TickCtx<'_>) -> bool {
+        self.retire(device, ctx)
+    }
+    fn may_keep_sole_copies(&self, devices: u8) -> bool {
+        // Dirty pages have one copy, in NVRAM; DRAM holds clean ones.
+        devices & (1 << self.level(NVRAM).device) != 0
     }
 }

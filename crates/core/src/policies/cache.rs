@@ -226,6 +226,13 @@ impl CacheCore {
         self.in_service
     }
 
+    /// Whether written data may have its only copy on `devices` (see
+    /// [`crate::Policy::may_keep_sole_copies`]): only write-back keeps
+    /// data newer than the backing device, on the cache device.
+    pub fn may_keep_sole_copies(&self, devices: u8) -> bool {
+        self.cfg.write_mode == WriteMode::Back && devices & (1 << self.pair.cache) != 0
+    }
+
     /// Takes `device` out of service if it is the cache device (see
     /// [`crate::Policy::take_out_of_service`]); the backing device cannot
     /// be done without.
@@ -708,6 +715,9 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
     }
     fn take_out_of_service(&mut self, device: DeviceIndex, _ctx: &mut TickCtx<'_>) -> bool {
         self.core.take_out_of_service(device)
+    }
+    fn may_keep_sole_copies(&self, devices: u8) -> bool {
+        self.core.may_keep_sole_copies(devices)
     }
     fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
         self.core.restore(map)

@@ -47,4 +47,7 @@ impl Policy for Passthrough {
         ctx.plan.client(self.home, access.op, access.block);
         Outcome::NotApplicable
     }
+    fn may_keep_sole_copies(&self, _devices: u8) -> bool {
+        false
+    }
 }

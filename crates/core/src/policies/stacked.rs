@@ -216,6 +216,10 @@ impl Policy for Stacked {
             .iter_mut()
             .any(|l| l.take_out_of_service(device))
     }
+    fn may_keep_sole_copies(&self, devices: u8) -> bool {
+        // Only the top level holds dirty data.
+        self.levels[0].may_keep_sole_copies(devices)
+    }
     fn restore(&mut self, map: &mut PlacementMap) -> Result<(), String> {
         for (i, level) in self.levels.iter_mut().enumerate() {
             if i > 0 {

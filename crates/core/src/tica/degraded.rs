@@ -18,9 +18,7 @@ impl Tica {
             return true;
         }
         self.dead |= 1 << level;
-        let pool = &mut self.levels[level];
-        pool.free.clear();
-        pool.capacity = 0;
+        self.levels[level].retire();
         let blocks: Vec<u64> = ctx
             .map
             .iter()

@@ -332,14 +332,6 @@ impl Tica {
             .flatten()
     }
 
-    /// Returns a slot to its level's pool (a level out of service keeps
-    /// its slots: they are never handed out again).
-    fn free_slot(&mut self, level: usize, slot: u32) {
-        if self.dead & (1 << level) == 0 {
-            self.levels[level].release(slot);
-        }
-    }
-
     /// Whether `e` has a cache copy newer than home.
     fn dirty_of(&self, e: &Entry) -> bool {
         (0..3).any(|i| e.dirty_on(self.dev(i)))
@@ -716,7 +708,7 @@ impl Tica {
                 if later {
                     self.releases.entry(b).or_default().push((i, e.loc(dev)));
                 } else {
-                    self.free_slot(i, e.loc(dev));
+                    self.levels[i].release(e.loc(dev));
                 }
                 map.entry_mut(b).drop_copy(dev);
             }

@@ -100,7 +100,7 @@ impl Tica {
     fn finish(&mut self, job: Job, ctx: &mut TickCtx<'_>) {
         let b = job.block;
         for (level, slot) in self.releases.remove(&b).unwrap_or_default() {
-            self.free_slot(level, slot);
+            self.levels[level].release(slot);
         }
         match self.pages.get(&b).map(|p| p.status) {
             Some(Status::Copying) => {
@@ -208,7 +208,7 @@ impl Tica {
             if !(same || reclaimed) {
                 keep.drop_copy(dev);
                 if here {
-                    self.free_slot(i, now.loc(dev));
+                    self.levels[i].release(now.loc(dev));
                 }
             }
         }
@@ -335,5 +335,11 @@ impl Policy for Tica {
     }
     fn take_out_of_service(&mut self, device: DeviceIndex, ctx: &mut TickCtx<'_>) -> bool {
         self.retire(device, ctx)
+    }
+    fn may_keep_sole_copies(&self, devices: u8) -> bool {
+        // A dirty page is on WO and on DRAM or RO (mirrored: on both SSDs).
+        let has = |level: usize| devices & (1 << self.dev(level)) != 0;
+        let other = has(RO) || (self.ssds == Ssds::ReadWrite && has(DRAM));
+        has(WO) && other
     }
 }

@@ -6,6 +6,8 @@
 //! listen = "unix:tiermux.sock"   # or "tcp:127.0.0.1:10809"; relative to --data-dir
 //! export = "tiermux"       # NBD export name
 //! metadata = "meta"        # metadata directory, relative to --data-dir
+//! volatile_ok = false      # accept devices in memory (tmpfs) holding the only
+//!                          # copy of writes over a persistent home device
 //!
 //! [[device]]               # fastest first; the last one holds the volume
 //! name = "fast"
@@ -132,6 +134,8 @@ struct VolumeFile {
     #[serde(default)]
     reactor: Option<String>,
     #[serde(default)]
+    volatile_ok: bool,
+    #[serde(default)]
     device: Vec<DeviceFile>,
     policy: BTreeMap<String, toml::Value>,
     #[serde(default)]
@@ -223,6 +227,10 @@ pub struct VolumeConfig {
     pub policy: String,
     /// Policy parameters.
     pub params: Params,
+    /// Accept devices in memory that may hold the only copy of
+    /// acknowledged writes while home is persistent (a power cut then
+    /// loses those writes).
+    pub volatile_ok: bool,
 }
 
 impl VolumeConfig {
@@ -267,6 +275,7 @@ impl VolumeConfig {
             devices,
             policy,
             params,
+            volatile_ok: f.volatile_ok,
         })
     }
 

@@ -55,6 +55,9 @@ pub struct Device {
     /// Whether the file lives in memory (tmpfs or ramfs), where the loop
     /// serves its I/O inline ([`crate::reactor::Reactor::serve_inline`]).
     pub memory_backed: bool,
+    /// The file did not exist before this open: it holds zeros, whatever
+    /// the metadata says was on it.
+    pub created: bool,
     /// Usable bytes.
     pub size_bytes: u64,
     /// Layers around the file, innermost first.
@@ -115,6 +118,7 @@ impl Device {
             file,
             direct,
             memory_backed,
+            created: meta.is_none(),
             size_bytes,
             layers: Vec::new(),
             counters: DeviceCounters::default(),

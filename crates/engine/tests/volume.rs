@@ -527,3 +527,167 @@ fn trim_releases_cached_and_dirty_copies() {
     h.close();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A volume with its cache devices (name, in memory or not) in `shm` or
+/// `disk`, its home device in `disk`, the `[policy]` table's lines and
+/// volume-level lines.
+fn mixed_config(
+    shm: &std::path::Path,
+    disk: &std::path::Path,
+    caches: &[(&str, bool)],
+    policy: &str,
+    volume: &str,
+) -> tiermux_engine::VolumeConfig {
+    let mut text = format!("size = {VOL_BYTES}\n{volume}\n");
+    for (name, in_memory) in caches {
+        let dir = if *in_memory { shm } else { disk };
+        text += &format!(
+            "[[device]]\nname = \"{name}\"\npath = \"{}\"\nsize = 524288\n",
+            dir.join(format!("{name}.img")).display()
+        );
+    }
+    text += &format!(
+        "[[device]]\nname = \"home\"\npath = \"{}\"\n[policy]\n{policy}\n",
+        disk.join("home.img").display()
+    );
+    tiermux_engine::VolumeConfig::parse(&text, disk).unwrap()
+}
+
+/// The two directories of a volume with devices in memory and on disk.
+fn shm_and_disk(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let shm = data_dir(tag, true);
+    let disk = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tiermux-{tag}-{}", std::process::id()));
+    for d in [&shm, &disk] {
+        std::fs::remove_dir_all(d).ok();
+        std::fs::create_dir_all(d).unwrap();
+    }
+    assert!(shm.starts_with("/dev/shm"), "no tmpfs at /dev/shm");
+    (shm, disk)
+}
+
+/// Hibachi's DRAM in memory, its NVRAM and home on disk: after a reboot
+/// (a simulated power cut, with the DRAM's file emptied as memory is) the
+/// copies the map names on DRAM are forgotten and every block reads what
+/// was written to it; the same when a cache device's file is new.
+#[test]
+fn copies_on_a_device_that_lost_its_contents_are_forgotten() {
+    let (shm, disk) = shm_and_disk("lostdram");
+    let cfg = mixed_config(
+        &shm,
+        &disk,
+        &[("dram", true), ("nvram", false)],
+        "name = \"hibachi\"",
+        "",
+    );
+    let machine = tiermux_engine::reactor::power::Machine::new();
+    let blocks = VOL_BYTES / BS / 2;
+    let mut h = Harness::open_on(&cfg, 1, &machine);
+    for b in 0..blocks {
+        let (offset, data) = ((b * BS) as u64, stamp(b, 1));
+        h.submit(
+            b as u64,
+            Request::Write {
+                offset,
+                data,
+                fua: false,
+            },
+        );
+        h.idle();
+    }
+    h.submit(u64::MAX, Request::Flush);
+    h.idle();
+    // Forwards, then backwards: the blocks cached at the end of a pass
+    // are read before misses evict them.
+    let read_all = |h: &mut Harness, backwards: bool| {
+        let order: Vec<usize> = if backwards {
+            (0..blocks).rev().collect()
+        } else {
+            (0..blocks).collect()
+        };
+        for b in order {
+            let offset = (b * BS) as u64;
+            h.submit(
+                b as u64,
+                Request::Read {
+                    offset,
+                    len: BS as u32,
+                },
+            );
+            h.idle();
+            let d = h.client.done.pop().expect("a reply");
+            let data = d.data.as_ref().expect("read data");
+            let at = d.data_offset;
+            assert_eq!(version_of(b, &data[at..at + BS]), Ok(1), "block {b}");
+        }
+        h.client.done.clear();
+    };
+    h.client.done.clear();
+    read_all(&mut h, false);
+    assert!(
+        h.vol().devices()[0].counters.write_bytes > 0,
+        "no DRAM copy"
+    );
+    // A clean close makes the map's DRAM copies durable; the power then
+    // fails in the next run, before it does anything.
+    h.close();
+    Harness::open_on(&cfg, 2, &machine).rt.power_cut();
+    // Memory loses everything at a power cut.
+    std::fs::write(shm.join("dram.img"), vec![0u8; 524288]).unwrap();
+    let mut h = Harness::open_on(&cfg, 3, &machine);
+    let rec = h.vol().recovery().clone();
+    assert_eq!((rec.rebooted, rec.lost_devices), (true, 0b001));
+    assert!(rec.forgotten_copies > 0, "{rec:?}");
+    read_all(&mut h, true);
+    h.close();
+    // A new file for the NVRAM: the clean pages it held are forgotten.
+    std::fs::remove_file(disk.join("nvram.img")).unwrap();
+    let mut h = Harness::open_on(&cfg, 4, &machine);
+    let rec = h.vol().recovery().clone();
+    assert_eq!((rec.rebooted, rec.lost_devices), (false, 0b010));
+    read_all(&mut h, true);
+    h.close();
+    for d in [&shm, &disk] {
+        std::fs::remove_dir_all(d).ok();
+    }
+}
+
+/// A device in memory (tmpfs) that the policy may leave holding the only
+/// copy of acknowledged writes, over a home on persistent storage, is
+/// refused at open with an error naming it, unless `volatile_ok` accepts
+/// the risk. Hibachi's DRAM may be in memory (it holds clean pages only),
+/// its NVRAM may not; a write-through cache may be, a write-back one not.
+#[test]
+fn memory_devices_holding_the_only_copy_of_writes_are_refused() {
+    let (shm, disk) = shm_and_disk("volatile");
+    let try_open = |caches: &[(&str, bool)], policy: &str, volume: &str| {
+        let mut cfg = mixed_config(&shm, &disk, caches, policy, volume);
+        cfg.metadata_dir = disk.join("meta");
+        std::fs::remove_dir_all(&cfg.metadata_dir).ok();
+        let mut r = tiermux_engine::reactor::fallback::ThreadReactor::new(1).unwrap();
+        let mut v = tiermux_engine::Volume::open(&cfg, &mut r)?;
+        v.close(&mut r).unwrap();
+        Ok::<(), tiermux_engine::volume::OpenError>(())
+    };
+    let hibachi = "name = \"hibachi\"";
+    let msg = try_open(&[("dram", false), ("nvram", true)], hibachi, "")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("'nvram'") && msg.contains("volatile_ok") && !msg.contains("'dram'"),
+        "{msg}"
+    );
+    try_open(&[("dram", true), ("nvram", false)], hibachi, "").unwrap();
+    let both = [("dram", true), ("nvram", true)];
+    try_open(&both, hibachi, "volatile_ok = true").unwrap();
+    let fast = [("fast", true)];
+    let msg = try_open(&fast, "name = \"classic\"\nwrite_mode = \"wb\"", "")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("'fast'") && msg.contains("classic"), "{msg}");
+    println!("{msg}");
+    try_open(&fast, "name = \"classic\"\nwrite_mode = \"wt\"", "").unwrap();
+    for d in [&shm, &disk] {
+        std::fs::remove_dir_all(d).ok();
+    }
+}

@@ -133,10 +133,46 @@ pub struct Recovery {
     /// True when the machine rebooted since the metadata was last written
     /// (a power cut, or a crash of the whole machine).
     pub rebooted: bool,
+    /// Devices whose contents did not survive (see [`Lost`]), one bit
+    /// each, and the copies recovery forgot on them.
+    pub lost_devices: u8,
+    /// Copies on lost devices, forgotten.
+    pub forgotten_copies: u64,
+    /// Blocks whose newest data was on lost devices only: they now read
+    /// their home copy, older data.
+    pub lost_blocks: u64,
     /// Non-default entries after recovery.
     pub entries: u64,
     /// Wall-clock time of recovery, including the compacting checkpoint, ms.
     pub elapsed_ms: f64,
+}
+
+/// Drops every copy on `lost` devices from `durable`; a block left with
+/// no current copy reads its home copy. Returns the copies dropped and
+/// those blocks.
+fn forget_devices(durable: &mut BlockMap<Entry>, home: u8, lost: u8) -> (u64, u64) {
+    if lost == 0 {
+        return (0, 0);
+    }
+    let (mut copies, mut blocks) = (0, 0);
+    let touched: Vec<(u64, Entry)> = durable
+        .iter()
+        .filter(|(_, e)| e.present & lost != 0)
+        .map(|(&b, &e)| (b, e))
+        .collect();
+    for (b, e) in touched {
+        copies += (e.present & lost).count_ones() as u64;
+        let mut kept = tiermux_core::safe::drop_devices(e, lost, home);
+        if tiermux_core::safe::current_copies(&e) & !lost == 0 {
+            blocks += 1;
+            kept = Entry {
+                present: 1 << home,
+                ..Entry::default()
+            };
+        }
+        set_entry(durable, home, b, kept);
+    }
+    (copies, blocks)
 }
 
 fn strip(mut e: Entry) -> Entry {
@@ -178,19 +214,42 @@ pub struct Metadata {
     data_fds: Vec<std::os::fd::RawFd>,
 }
 
+/// Devices whose contents may not have survived since the metadata was
+/// written: recovery forgets the copies it finds on them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lost {
+    /// Devices whose files were created at this open (they hold zeros).
+    pub created: u8,
+    /// Devices in memory (tmpfs, ramfs): empty after a reboot.
+    pub in_memory: u8,
+}
+
 impl Metadata {
-    /// Opens (or creates) the metadata of a volume of `shape` in `dir`,
-    /// recovers the map and compacts it into a fresh checkpoint. `home` is
-    /// the device of blocks without an entry; `boot_id` names the machine's
-    /// current boot ([`crate::reactor::Reactor::boot_id`]). When the
-    /// machine rebooted since the journal was written, only records covered
-    /// by its last mark are replayed. The caller syncs the data devices
-    /// first: the new checkpoint points at their data.
+    /// [`Metadata::open_forgetting`] with every device's contents intact.
     pub fn open(
         dir: &Path,
         shape: &VolumeShape,
         home: u8,
         boot_id: &str,
+    ) -> Result<(Metadata, PlacementMap, Recovery), MetaError> {
+        Self::open_forgetting(dir, shape, home, boot_id, Lost::default())
+    }
+
+    /// Opens (or creates) the metadata of a volume of `shape` in `dir`,
+    /// recovers the map and compacts it into a fresh checkpoint. `home` is
+    /// the device of blocks without an entry; `boot_id` names the machine's
+    /// current boot ([`crate::reactor::Reactor::boot_id`]). When the
+    /// machine rebooted since the journal was written, only records covered
+    /// by its last mark are replayed. Copies on devices that `lost` says
+    /// are empty now are forgotten in the new checkpoint, before the boot
+    /// is recorded. The caller syncs the data devices first: the new
+    /// checkpoint points at their data.
+    pub fn open_forgetting(
+        dir: &Path,
+        shape: &VolumeShape,
+        home: u8,
+        boot_id: &str,
+        lost: Lost,
     ) -> Result<(Metadata, PlacementMap, Recovery), MetaError> {
         assert_eq!(shape.format, FORMAT, "new volumes use the current format");
         let t0 = Instant::now();
@@ -227,6 +286,10 @@ impl Metadata {
             home,
             &mut rec,
         )?;
+        rec.lost_devices = lost.created | if rec.rebooted { lost.in_memory } else { 0 };
+        rec.lost_devices &= !(1 << home);
+        (rec.forgotten_copies, rec.lost_blocks) =
+            forget_devices(&mut durable, home, rec.lost_devices);
         let map = placement_map(&durable, home);
         rec.entries = durable.len() as u64;
         let new_generation = g.max(generation) + 1;
@@ -589,6 +652,69 @@ mod tests {
                 m.close(&mut r).unwrap();
             }
         }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Copies on a device in memory are forgotten after a reboot (not
+    /// after a restart of the process alone), copies on a device created
+    /// at open always; a block whose newest data was only there reads its
+    /// home copy; and the forgetting is in the checkpoint.
+    #[test]
+    fn copies_on_devices_that_lost_their_contents_are_forgotten() {
+        let dir = tmpdir("lost");
+        let mut r = SimReactor::new(1, 1, 0).unwrap();
+        let e = |present: u8, dirty: u8| Entry {
+            present,
+            dirty,
+            loc: [7, 0, 9],
+            ..Entry::default()
+        };
+        let home_only = e(0b010, 0);
+        let (mut m, _, _) = Metadata::open(&dir, &shape(), 1, "boot-1").unwrap();
+        let start = [
+            (1, e(0b011, 0)),     // clean on 0
+            (2, e(0b111, 0b101)), // dirty on 0 and 2
+            (3, e(0b110, 0)),     // clean on 2
+            (4, e(0b011, 0b001)), // dirty on 0 only
+        ];
+        for (b, en) in start {
+            m.record(b, en);
+        }
+        m.close(&mut r).unwrap();
+        let in_memory = Lost {
+            created: 0,
+            in_memory: 0b001,
+        };
+        let (m, map, rec) =
+            Metadata::open_forgetting(&dir, &shape(), 1, "boot-1", in_memory).unwrap();
+        assert_eq!((rec.lost_devices, rec.forgotten_copies), (0, 0));
+        assert_eq!(map.get(4), start[3].1);
+        drop(m);
+        let (m, map, rec) =
+            Metadata::open_forgetting(&dir, &shape(), 1, "boot-2", in_memory).unwrap();
+        assert_eq!(
+            (rec.lost_devices, rec.forgotten_copies, rec.lost_blocks),
+            (0b001, 3, 1)
+        );
+        let after = [home_only, e(0b110, 0b100), start[2].1, home_only];
+        for (b, want) in (1..=4).zip(after) {
+            assert_eq!(map.get(b).present, want.present, "block {b}");
+            assert_eq!(map.get(b).dirty, want.dirty, "block {b}");
+        }
+        drop(m);
+        let (m, map2, rec) = Metadata::open(&dir, &shape(), 1, "boot-2").unwrap();
+        assert_eq!(rec.forgotten_copies, 0);
+        assert_eq!(as_sorted(&map2), as_sorted(&map), "the checkpoint forgot");
+        drop(m);
+        let created = Lost {
+            created: 0b110,
+            in_memory: 0,
+        };
+        let (_, map, rec) =
+            Metadata::open_forgetting(&dir, &shape(), 1, "boot-2", created).unwrap();
+        // Home is never lost.
+        assert_eq!((rec.lost_devices, rec.lost_blocks), (0b100, 1));
+        assert!(map.is_empty(), "{:?}", as_sorted(&map));
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -161,14 +161,17 @@ impl VolatileFiles {
     /// on the real file.
     fn wrote(&mut self, fd: RawFd, offset: u64, bytes: &[u8]) {
         let file = file_of(fd);
-        let f = self
-            .files
-            .entry(inode(&file))
-            .or_insert_with(|| VolatileFile {
-                path: std::fs::read_link(format!("/proc/self/fd/{fd}")).expect("the file's path"),
-                durable: read_all(&file),
+        let f = self.files.entry(inode(&file)).or_insert_with(|| {
+            let path = std::fs::read_link(format!("/proc/self/fd/{fd}")).expect("the file's path");
+            // Through a buffered descriptor of its own: `fd` may be
+            // O_DIRECT, which an unaligned read fails.
+            let buffered = std::fs::File::open(&path).expect("open the file buffered");
+            VolatileFile {
+                durable: read_all(&buffered),
+                path,
                 pending: Vec::new(),
-            });
+            }
+        });
         f.pending.push((offset, bytes.to_vec()));
     }
 

@@ -142,6 +142,12 @@ pub enum OpenError {
     /// A metadata problem.
     #[error(transparent)]
     Meta(#[from] crate::journal::MetaError),
+    /// Devices in memory would hold the only copy of writes.
+    #[error("{message}")]
+    Volatile {
+        /// Which devices, and what to do.
+        message: String,
+    },
     /// The saved map does not suit the policy.
     #[error("metadata in {dir}: {message}")]
     Restore {
@@ -181,7 +187,41 @@ fn open_metadata(
             failed |= 1 << i;
         }
     }
-    let (mut meta, map, recovery) = Metadata::open(&cfg.metadata_dir, shape, home, &r.boot_id())?;
+    let mask = |f: fn(&Device) -> bool| {
+        (0..devices.len())
+            .filter(|&i| f(&devices[i]))
+            .fold(0u8, |m, i| m | 1 << i)
+    };
+    // A volume wholly in memory is taken to be meant as such (and the
+    // simulated power cuts of tests keep its files): only a persistent
+    // home makes the caches in memory lose their contents at a reboot.
+    let home_in_memory = devices[home as usize].memory_backed;
+    let lost = crate::journal::Lost {
+        created: mask(|d| d.created),
+        in_memory: if home_in_memory {
+            0
+        } else {
+            mask(|d| d.memory_backed)
+        },
+    };
+    let (mut meta, map, recovery) =
+        Metadata::open_forgetting(&cfg.metadata_dir, shape, home, &r.boot_id(), lost)?;
+    for (i, d) in devices.iter().enumerate() {
+        if recovery.lost_devices & (1 << i) != 0 && !recovery.fresh {
+            let why = if d.created {
+                "its file is new"
+            } else {
+                "it is in memory and the machine rebooted"
+            };
+            eprintln!("tiermux: device '{}' lost its contents ({why})", d.name);
+        }
+    }
+    if recovery.forgotten_copies > 0 {
+        eprintln!(
+            "tiermux: {} copies on devices that lost their contents forgotten; {} blocks whose newest data was only there now read their older home copy",
+            recovery.forgotten_copies, recovery.lost_blocks
+        );
+    }
     meta.set_data_fds(
         devices
             .iter()
@@ -237,6 +277,43 @@ fn volume_spec(cfg: &VolumeConfig) -> VolumeSpec {
             })
             .collect(),
     }
+}
+
+/// Refuses devices in memory (tmpfs, ramfs) that the policy may leave
+/// holding the only copy of acknowledged writes while home is persistent:
+/// a power cut would lose those writes, which a persistent home suggests
+/// the user does not expect. `volatile_ok` accepts the risk. A volume
+/// wholly in memory is taken to be meant as such.
+fn check_volatile(
+    cfg: &VolumeConfig,
+    devices: &[Device],
+    home: u8,
+    policy: &dyn tiermux_core::Policy,
+) -> Result<(), OpenError> {
+    let in_memory = |d: &Device| d.memory_backed;
+    if cfg.volatile_ok || in_memory(&devices[home as usize]) {
+        return Ok(());
+    }
+    let volatile = (0..devices.len() as u8)
+        .filter(|&d| d != home && in_memory(&devices[d as usize]))
+        .fold(0u8, |m, d| m | 1 << d);
+    if !policy.may_keep_sole_copies(volatile) {
+        return Ok(());
+    }
+    let names: Vec<String> = (0..devices.len())
+        .filter(|&d| volatile & (1 << d) != 0)
+        .map(|d| format!("'{}' ({})", devices[d].name, devices[d].path.display()))
+        .collect();
+    Err(OpenError::Volatile {
+        message: format!(
+            "{} {} in memory (tmpfs or ramfs), and policy '{}' may keep the only copy of acknowledged writes there, while home device '{}' is persistent: a power cut would lose them. Move {} to persistent storage, or set volatile_ok = true to accept that",
+            if names.len() > 1 { "devices" } else { "device" },
+            names.join(" and ") + if names.len() > 1 { " are" } else { " is" },
+            policy.name(),
+            devices[home as usize].name,
+            if names.len() > 1 { "them" } else { "it" },
+        ),
+    })
 }
 
 /// Refuses a policy that addresses more of a device than it has.
@@ -327,6 +404,7 @@ impl Volume {
             seed: cfg.seed,
         };
         check_address_spaces(cfg, &devices, policy.as_ref())?;
+        check_volatile(cfg, &devices, home, policy.as_ref())?;
         let (meta, map, recovery, failed) = open_metadata(cfg, &shape, home, &devices, r)?;
         let mut dispatcher =
             Dispatcher::with_map(policy, map).map_err(|message| OpenError::Restore {
@@ -340,7 +418,7 @@ impl Volume {
             .collect();
         let tick_interval_ns = dispatcher.policy().tick_interval_ns();
         let now = r.now_ns();
-        Ok(Volume {
+        let mut vol = Volume {
             cfg: cfg.clone(),
             dispatcher,
             pool: BufPool::new(bs as usize),
@@ -361,7 +439,11 @@ impl Volume {
             marks: Default::default(),
             meta_error: None,
             health,
-        })
+        };
+        // Work the policy queued at open (flushes of a device taken out
+        // of service) starts with the first wait.
+        vol.drain(r);
+        Ok(vol)
     }
 
     /// Client-visible size, bytes.

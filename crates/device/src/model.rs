@@ -184,6 +184,9 @@ pub struct SimDevice {
     inflight_writes: u32,
     /// Draws which operations are slow ([`Tail`]).
     rng: Rng,
+    /// A disk array's queue, which then times every operation instead of
+    /// the model.
+    array: Option<crate::array::ArrayTiming>,
     /// Cumulative counters.
     pub counters: DeviceCounters,
 }
@@ -208,8 +211,14 @@ impl SimDevice {
             inflight_reads: 0,
             inflight_writes: 0,
             rng: Rng::new(seed),
+            array: None,
             counters: DeviceCounters::default(),
         }
+    }
+
+    /// Times every operation by `array` from now on, instead of the model.
+    pub fn attach_array(&mut self, array: crate::array::ArrayTiming) {
+        self.array = Some(array);
     }
 
     /// Operations in flight (reads, writes).
@@ -221,6 +230,14 @@ impl SimDevice {
     /// `purpose` indexes the per-purpose byte counters.
     #[inline]
     pub fn submit(&mut self, now_ns: u64, dir: Op, bytes: u64, addr: u64, purpose: usize) -> u64 {
+        if let Some(array) = &mut self.array {
+            let start = (now_ns as f64).max(self.pipe_free_ns);
+            let done = array.submit(now_ns, dir, bytes, addr);
+            self.counters.busy_ns += (done as f64 - start).max(0.0);
+            self.pipe_free_ns = done as f64;
+            self.count(dir, bytes, purpose);
+            return done;
+        }
         let m = &self.model;
         let now = now_ns as f64;
         let (dm, is_write) = match dir {
@@ -265,19 +282,26 @@ impl SimDevice {
             self.channel_free_ns[c] = d;
             d
         };
-        if is_write {
-            self.inflight_writes += 1;
-            self.counters.write_ops += 1;
-            self.counters.write_bytes += bytes;
-            self.counters.write_bytes_by_purpose[purpose] += bytes;
-        } else {
-            self.inflight_reads += 1;
-            self.counters.read_ops += 1;
-            self.counters.read_bytes += bytes;
-            self.counters.read_bytes_by_purpose[purpose] += bytes;
-        }
+        self.count(dir, bytes, purpose);
         // Round up so that a positive service time never completes "now".
         (done.ceil() as u64).max(now_ns + 1)
+    }
+
+    /// Counts a submitted operation.
+    #[inline]
+    fn count(&mut self, dir: Op, bytes: u64, purpose: usize) {
+        let c = &mut self.counters;
+        if dir == Op::Write {
+            self.inflight_writes += 1;
+            c.write_ops += 1;
+            c.write_bytes += bytes;
+            c.write_bytes_by_purpose[purpose] += bytes;
+        } else {
+            self.inflight_reads += 1;
+            c.read_ops += 1;
+            c.read_bytes += bytes;
+            c.read_bytes_by_purpose[purpose] += bytes;
+        }
     }
 
     /// Notes that an operation submitted earlier has completed.

@@ -390,6 +390,43 @@ const MOST_T1: &str = "MOST Table 1 (QD1 read latency; 32-thread bandwidth)";
 
 const LAT: [&str; 2] = ["read.latency_us_4k", "write.latency_us_4k"];
 
+const HIBACHI_LAT: &str = "Hibachi (MSST '17) §V-B: average DRAM access latency 50 ns; NVRAM read latency 1, 5 and 10x DRAM's";
+
+/// Hibachi's latency study: a DRAM of 50 ns and NVRAMs of 1, 5 and 10
+/// times that, each with the DRAM's bandwidth (the paper gives latencies
+/// only), so that they differ in access latency alone.
+fn hibachi_memory(v: &mut Vec<ProfileSpec>) {
+    for (name, times) in [
+        ("dram-hibachi", 1.0),
+        ("nvram-hibachi-1x", 1.0),
+        ("nvram-hibachi-5x", 5.0),
+        ("nvram-hibachi-10x", 10.0),
+    ] {
+        let lat_us = 0.05 * times;
+        let mut p = spec(
+            name,
+            &format!("memory of {:.0} ns access latency (Hibachi's latency study)", lat_us * 1e3),
+            &format!("{HIBACHI_LAT}. Assumed: the bandwidths of the `dram` profile (Orthus Table 1: 15 GB/s; 6 GB/s one stream)"),
+            dir(lat_us, None, 15.0, None),
+            dir(lat_us, None, 15.0, None),
+        );
+        p.read.qd1_gb_per_s = Some(6.0);
+        p.write.qd1_gb_per_s = Some(6.0);
+        cite(&mut p, &LAT, HIBACHI_LAT);
+        cite(
+            &mut p,
+            &["read.gb_per_s_4k", "write.gb_per_s_4k"],
+            &format!("Assumed, as the `dram` profile: {ORTHUS_T1}, 15 GB/s"),
+        );
+        cite(
+            &mut p,
+            &["read.qd1_gb_per_s", "write.qd1_gb_per_s"],
+            "Assumed, as the `dram` profile: one stream moves 6 GB/s",
+        );
+        v.push(p);
+    }
+}
+
 /// The Orthus Table 1 memory devices (DRAM, Optane DCPM).
 fn orthus_table1_memory(v: &mut Vec<ProfileSpec>) {
     let mut dram = spec(
@@ -600,6 +637,7 @@ fn most_table1(
 pub fn builtin_profiles() -> Vec<ProfileSpec> {
     let mut v = Vec::new();
     orthus_table1_memory(&mut v);
+    hibachi_memory(&mut v);
     orthus_table1_ssds(&mut v);
     let mut p4800x = most_table1(
         "optane-p4800x",

@@ -214,6 +214,27 @@ pub struct Resolved {
     pub client: ClientMode,
 }
 
+/// A device named `array:NAME` is the disk array NAME
+/// ([`tiermux_device::array::ARRAYS`]), timed by its queue.
+pub const ARRAY_PREFIX: &str = "array:";
+
+/// The model kept for an array device (`devices[i]` = `array:NAME`): the
+/// `hdd` profile's, for what reads a model; the array's queue times its
+/// operations ([`tiermux_device::SimDevice::attach_array`]).
+fn array_model(i: usize, name: &str, block_size: u32) -> Result<DeviceModel, ConfigError> {
+    if tiermux_device::array::ArrayTiming::named(name, block_size.max(1) as u64).is_none() {
+        return Err(ConfigError::new(
+            format!("devices[{i}]"),
+            format!(
+                "unknown array '{name}' (known: {})",
+                tiermux_device::array::ARRAYS.join(", ")
+            ),
+        ));
+    }
+    let hdd = tiermux_device::find_builtin("hdd").expect("a built-in hdd profile");
+    Ok(hdd.model().expect("the hdd profile derives"))
+}
+
 fn check(field: &str, ok: bool, message: impl FnOnce() -> String) -> Result<(), ConfigError> {
     if ok {
         Ok(())
@@ -299,6 +320,10 @@ impl SimConfig {
             .map_err(|e| ConfigError::new("devices", e))?;
         let mut devices = Vec::new();
         for (i, name) in c.devices.iter().enumerate() {
+            if let Some(array) = name.strip_prefix(ARRAY_PREFIX) {
+                devices.push((name.clone(), array_model(i, array, c.block_size)?));
+                continue;
+            }
             let spec = lookup_profile(name, &c.profiles).ok_or_else(|| {
                 ConfigError::new(
                     format!("devices[{i}]"),

@@ -214,9 +214,15 @@ impl Simulator {
             .devices
             .iter()
             .enumerate()
-            .map(|(d, (_, m))| {
+            .map(|(d, (name, m))| {
                 let seed = tiermux_core::rng::splitmix64(cfg.seed ^ (d as u64 + 1) << 48);
-                SimDevice::seeded(m.clone(), seed)
+                let mut dev = SimDevice::seeded(m.clone(), seed);
+                if let Some(array) = name.strip_prefix(crate::config::ARRAY_PREFIX) {
+                    let bs = cfg.block_size as u64;
+                    let timing = tiermux_device::array::ArrayTiming::named(array, bs);
+                    dev.attach_array(timing.expect("the configuration names a known array"));
+                }
+                dev
             })
             .collect();
         let n_dev = devices.len();

@@ -21,10 +21,9 @@ impl Hybrid {
         else {
             return false;
         };
-        if self.dead & (1 << level) != 0 {
+        if self.is_dead(level) {
             return true;
         }
-        self.dead |= 1 << level;
         let blocks: Vec<u64> = self.pages.keys().copied().collect();
         for b in blocks {
             self.retire_page(b, level, device, ctx);
@@ -36,9 +35,9 @@ impl Hybrid {
         true
     }
 
-    /// Whether level `i` is out of service.
+    /// Whether level `i` is out of service (its slot pool retired).
     pub(super) fn is_dead(&self, i: usize) -> bool {
-        self.dead & (1 << i) != 0
+        self.levels[i].as_ref().is_some_and(|l| l.retired)
     }
 
     /// Brings page `b` out of the retired `level` (on `device`): a queued

@@ -142,8 +142,6 @@ pub struct Hybrid {
     /// Queued migrations into each level, not yet started (each will take
     /// a free slot there).
     promised: [u64; 2],
-    /// Levels out of service, one bit each.
-    dead: u8,
     counters: HybridCounters,
 }
 
@@ -211,7 +209,6 @@ impl Hybrid {
             pending_promotion: None,
             releases: BlockMap::default(),
             promised: [0, 0],
-            dead: 0,
             counters: HybridCounters::default(),
         })
     }

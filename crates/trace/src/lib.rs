@@ -12,6 +12,7 @@
 pub mod formats;
 pub mod info;
 pub mod mrc;
+pub mod permute;
 pub mod replay;
 pub mod request;
 pub mod source;

@@ -3,25 +3,35 @@
 //! redistributed for (`tiermux trace generate`).
 //!
 //! A request is a read with probability `1 - write_ratio`. Its size comes
-//! from `size_mix`. It continues the previous request of the same kind
-//! (the next byte after it) with the kind's sequential probability;
-//! otherwise a read starts at a page drawn by Zipfian frequency
-//! (`read_zipf_theta`) over the working set less the
-//! `read_host_cache_pages` most popular (served by the host's cache), and
-//! a write either rewrites
-//! a recently written place (probability `write_rewrite_probability`,
-//! the distance back in writes geometric with mean
-//! `write_rewrite_mean_distance`: the strong write-after-write recency
-//! Hibachi §II finds) or starts at a page drawn by its own Zipfian
-//! frequency (`write_zipf_theta`). Popular read pages and popular write
-//! pages are scattered over the volume by two different permutations.
-//! Arrivals are Poisson with mean gap `mean_interarrival_us`.
+//! from `size_mix`.
+//!
+//! A read continues the previous read (the next byte after it) with
+//! probability `read_sequential_probability`; otherwise it starts at a
+//! page drawn by Zipfian frequency (`read_zipf_theta`) over the working
+//! set less the `read_host_cache_pages` most popular (served by the
+//! host's cache).
+//!
+//! A write continues one of `write_streams` interleaved sequential
+//! streams, picked at random, with probability
+//! `write_sequential_probability` (files and logs written front to back
+//! by several writers at once: consecutive pages written at different
+//! times). A stream moves to a new place, uniform over the working set,
+//! after `write_stream_mean_bytes` on average. Otherwise a write either
+//! rewrites the place of a recent write that was not a stream's
+//! (probability `write_rewrite_probability`, the distance back in such
+//! writes exponential with mean `write_rewrite_mean_distance`: the strong
+//! write-after-write recency Hibachi §II finds) or starts at a page drawn
+//! by its own Zipfian frequency (`write_zipf_theta`). Popular read pages
+//! and popular write pages are scattered over the volume by two
+//! different permutations. Arrivals are Poisson with mean gap
+//! `mean_interarrival_us`.
 
 use anyhow::{bail, Context, Result};
-use tiermux_core::rng::Rng;
+use tiermux_core::rng::{splitmix64, Rng};
 use tiermux_core::zipf::Zipf;
 use tiermux_core::Op;
 
+use crate::permute::Scatter;
 use crate::request::{BlockTrace, Request};
 
 /// The parameters of a synthetic trace.
@@ -50,10 +60,18 @@ pub struct SynthSpec {
     pub write_rewrite_probability: f64,
     /// Mean distance back, in writes, of a rewrite.
     pub write_rewrite_mean_distance: f64,
+    /// The largest write that updates a place in place (rewrite or
+    /// Zipfian start); larger writes carry bulk data and always continue
+    /// a write stream.
+    pub write_update_max_bytes: u32,
     /// Probability that a read continues the previous read.
     pub read_sequential_probability: f64,
-    /// Probability that a write continues the previous write.
+    /// Probability that a write continues one of the write streams.
     pub write_sequential_probability: f64,
+    /// Sequential write streams interleaved (at least 1).
+    pub write_streams: u64,
+    /// Mean bytes a write stream writes before it moves elsewhere.
+    pub write_stream_mean_bytes: u64,
     /// Mean time between requests, µs.
     pub mean_interarrival_us: f64,
     /// Random seed.
@@ -62,6 +80,9 @@ pub struct SynthSpec {
 
 /// Writes remembered for rewrites.
 const REWRITE_WINDOW: usize = 1 << 16;
+
+/// The most write streams a trace may interleave.
+pub const MAX_WRITE_STREAMS: u64 = 1 << 16;
 
 /// The presets' request-size mix (mean 9,216 bytes; the TICA paper's
 /// Table 2 gives means of 9,144 (rsrch_0), 9,296 (wdev_0) and 9,220
@@ -149,8 +170,11 @@ impl SynthSpec {
             write_zipf_theta: 0.9,
             write_rewrite_probability: 0.5,
             write_rewrite_mean_distance: 200.0,
+            write_update_max_bytes: 16 << 10,
             read_sequential_probability: 0.2,
             write_sequential_probability: 0.2,
+            write_streams: 4,
+            write_stream_mean_bytes: 1 << 20,
             mean_interarrival_us: 1000.0,
             seed: 1,
         }
@@ -178,11 +202,17 @@ impl SynthSpec {
             "read_host_cache_pages" => self.read_host_cache_pages = int()?,
             "write_rewrite_probability" => self.write_rewrite_probability = float()?,
             "write_rewrite_mean_distance" => self.write_rewrite_mean_distance = float()?,
+            "write_update_max_bytes" => {
+                self.write_update_max_bytes = u32::try_from(int()?)
+                    .with_context(|| format!("{key}: {value} is more than 4 GiB"))?
+            }
             "read_sequential_probability" => self.read_sequential_probability = float()?,
             "write_sequential_probability" => self.write_sequential_probability = float()?,
+            "write_streams" => self.write_streams = int()?,
+            "write_stream_mean_bytes" => self.write_stream_mean_bytes = int()?,
             "mean_interarrival_us" => self.mean_interarrival_us = float()?,
             "seed" => self.seed = int()?,
-            _ => bail!("unknown trace parameter '{key}' (known: requests, working_set_bytes, page_bytes, write_ratio, read_zipf_theta, read_host_cache_pages, write_zipf_theta, write_rewrite_probability, write_rewrite_mean_distance, read_sequential_probability, write_sequential_probability, mean_interarrival_us, seed)"),
+            _ => bail!("unknown trace parameter '{key}' (known: requests, working_set_bytes, page_bytes, write_ratio, read_zipf_theta, read_host_cache_pages, write_zipf_theta, write_rewrite_probability, write_rewrite_mean_distance, write_update_max_bytes, read_sequential_probability, write_sequential_probability, write_streams, write_stream_mean_bytes, mean_interarrival_us, seed)"),
         }
         Ok(())
     }
@@ -235,6 +265,19 @@ impl SynthSpec {
         ) {
             bail!("write_rewrite_mean_distance must be at least 1 and mean_interarrival_us non-negative");
         }
+        if self.write_streams == 0 || self.write_streams > MAX_WRITE_STREAMS {
+            bail!(
+                "write_streams: {} is not in 1..={MAX_WRITE_STREAMS}",
+                self.write_streams
+            );
+        }
+        if self.write_stream_mean_bytes < self.page_bytes {
+            bail!(
+                "write_stream_mean_bytes: {} is less than one page of {} bytes",
+                self.write_stream_mean_bytes,
+                self.page_bytes
+            );
+        }
         if self.size_mix.is_empty()
             || self
                 .size_mix
@@ -259,14 +302,15 @@ struct Generator<'a> {
     spec: &'a SynthSpec,
     rng: Rng,
     pages: u64,
-    /// The strides of the read (0) and write (1) permutations.
-    strides: [u64; 2],
+    /// The read (0) and write (1) permutations of the pages.
+    scatters: [Scatter; 2],
     reads: Zipf,
     writes: Zipf,
     size_cdf: Vec<f64>,
     recent_writes: Vec<u64>,
     next_read: u64,
-    next_write: u64,
+    /// The next byte of each write stream.
+    streams: Vec<u64>,
     time_us: f64,
 }
 
@@ -282,26 +326,32 @@ impl<'a> Generator<'a> {
                 Some(*acc)
             })
             .collect();
+        let mut rng = Rng::new(spec.seed);
+        let streams = (0..spec.write_streams)
+            .map(|_| rng.below(pages) * spec.page_bytes)
+            .collect();
         Generator {
             spec,
-            rng: Rng::new(spec.seed),
+            rng,
             pages,
-            strides: [stride(pages, 0), stride(pages, 1)],
+            scatters: [
+                Scatter::new(pages, splitmix64(spec.seed)),
+                Scatter::new(pages, splitmix64(spec.seed ^ 0x5eed_0fff)),
+            ],
             reads: Zipf::new(pages, spec.read_zipf_theta),
             writes: Zipf::new(pages, spec.write_zipf_theta),
             size_cdf,
             recent_writes: Vec::with_capacity(REWRITE_WINDOW),
             next_read: 0,
-            next_write: 0,
+            streams,
             time_us: 0.0,
         }
     }
 
-    /// Rank `r` of a popularity order to a page, scattered by a
-    /// permutation of `0..pages` (an affine map with a stride coprime to
-    /// `pages`), a different one for reads and writes.
+    /// Rank `rank` of a popularity order to a page, scattered over the
+    /// volume by permutation `salt` (one for reads, one for writes).
     fn scatter(&self, rank: u64, salt: usize) -> u64 {
-        (rank as u128 * self.strides[salt] as u128 % self.pages as u128) as u64
+        self.scatters[salt].apply(rank)
     }
 
     fn size_bytes(&mut self) -> u32 {
@@ -324,6 +374,50 @@ impl<'a> Generator<'a> {
         self.scatter(rank, 1) * s.page_bytes
     }
 
+    fn read_start(&mut self) -> u64 {
+        let s = self.spec;
+        if self.rng.next_f64() < s.read_sequential_probability {
+            return self.next_read;
+        }
+        let rank = loop {
+            let r = self.reads.sample(&mut self.rng);
+            if r >= s.read_host_cache_pages {
+                break r;
+            }
+        };
+        self.scatter(rank, 0) * s.page_bytes
+    }
+
+    /// Where a write of `size_bytes` starts, and which stream it continues
+    /// (if any).
+    fn write_place(&mut self, size_bytes: u32) -> (u64, Option<usize>) {
+        let bulk = size_bytes > self.spec.write_update_max_bytes;
+        if bulk || self.rng.next_f64() < self.spec.write_sequential_probability {
+            let k = self.rng.below(self.streams.len() as u64) as usize;
+            return (self.streams[k], Some(k));
+        }
+        (self.write_start(), None)
+    }
+
+    /// Advances stream `k` past a write ending at `end` bytes, or moves it
+    /// elsewhere (once per `write_stream_mean_bytes` on average).
+    fn advance_stream(&mut self, k: usize, end: u64, size_bytes: u32) {
+        let s = self.spec;
+        let moves = size_bytes as f64 / s.write_stream_mean_bytes as f64;
+        self.streams[k] = if end >= self.pages * s.page_bytes || self.rng.next_f64() < moves {
+            self.rng.below(self.pages) * s.page_bytes
+        } else {
+            end
+        };
+    }
+
+    fn remember_write(&mut self, offset_bytes: u64) {
+        if self.recent_writes.len() == REWRITE_WINDOW {
+            self.recent_writes.drain(..REWRITE_WINDOW / 2);
+        }
+        self.recent_writes.push(offset_bytes);
+    }
+
     fn next(&mut self) -> Request {
         let s = self.spec;
         let op = if self.rng.next_f64() < s.write_ratio {
@@ -332,37 +426,19 @@ impl<'a> Generator<'a> {
             Op::Read
         };
         let size_bytes = self.size_bytes();
-        let (sequential, next) = match op {
-            Op::Read => (s.read_sequential_probability, self.next_read),
-            Op::Write => (s.write_sequential_probability, self.next_write),
+        let (mut offset_bytes, stream) = match op {
+            Op::Read => (self.read_start(), None),
+            Op::Write => self.write_place(size_bytes),
         };
         let limit = self.pages * s.page_bytes;
-        let mut offset_bytes = if self.rng.next_f64() < sequential {
-            next
-        } else if op == Op::Read {
-            let rank = loop {
-                let r = self.reads.sample(&mut self.rng);
-                if r >= s.read_host_cache_pages {
-                    break r;
-                }
-            };
-            self.scatter(rank, 0) * s.page_bytes
-        } else {
-            self.write_start()
-        };
         if offset_bytes + size_bytes as u64 > limit {
             offset_bytes = limit.saturating_sub(size_bytes as u64) / s.page_bytes * s.page_bytes;
         }
         let end = offset_bytes + size_bytes as u64;
-        match op {
-            Op::Read => self.next_read = end,
-            Op::Write => {
-                self.next_write = end;
-                if self.recent_writes.len() == REWRITE_WINDOW {
-                    self.recent_writes.drain(..REWRITE_WINDOW / 2);
-                }
-                self.recent_writes.push(offset_bytes);
-            }
+        match (op, stream) {
+            (Op::Read, _) => self.next_read = end,
+            (Op::Write, Some(k)) => self.advance_stream(k, end, size_bytes),
+            (Op::Write, None) => self.remember_write(offset_bytes),
         }
         self.time_us += self.rng.exponential(s.mean_interarrival_us);
         Request {
@@ -372,24 +448,6 @@ impl<'a> Generator<'a> {
             offset_bytes,
             size_bytes,
         }
-    }
-}
-
-/// The stride of [`Generator::scatter`]'s permutation `salt` of
-/// `0..pages`: coprime to `pages`.
-fn stride(pages: u64, salt: u64) -> u64 {
-    let mut stride = (pages / 2 + 1 + salt * 7919) % pages.max(1);
-    while gcd(stride.max(1), pages) != 1 {
-        stride += 1;
-    }
-    stride.max(1)
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
     }
 }
 
@@ -482,11 +540,55 @@ mod tests {
         assert_ne!(t, spec.generate().unwrap());
     }
 
-    /// Share of the reads that go to the tenth most read of the pages read.
+    /// Writes above `write_update_max_bytes` and a share of the small ones
+    /// continue one of the interleaved streams; small writes that do not
+    /// keep their recency. Measured on the trace: the share of writes that
+    /// start where an earlier write of the trace ended, by size.
+    #[test]
+    fn bulk_writes_stream_and_small_writes_update() {
+        let mut spec = SynthSpec::preset("rsrch_0").unwrap();
+        spec.requests = 200_000;
+        let continued_share = |t: &BlockTrace, bulk: bool| {
+            let mut ends = std::collections::HashSet::new();
+            let (mut n, mut continued) = (0u64, 0u64);
+            for r in t.requests.iter().filter(|r| r.op == Op::Write) {
+                if (r.size_bytes > 16 << 10) == bulk {
+                    n += 1;
+                    continued += ends.contains(&r.offset_bytes) as u64;
+                }
+                ends.insert(r.offset_bytes + r.size_bytes as u64);
+            }
+            continued as f64 / n as f64
+        };
+        let t = spec.generate().unwrap();
+        let (bulk, small) = (continued_share(&t, true), continued_share(&t, false));
+        spec.write_update_max_bytes = 1 << 20;
+        spec.write_sequential_probability = 0.0;
+        let t = spec.generate().unwrap();
+        let chance = continued_share(&t, true).max(continued_share(&t, false));
+        // Starts that meet an earlier end by chance (hot places written at
+        // several sizes): the share without streams.
+        assert!(chance < 0.2, "without streams: {chance}");
+        // A stream moves on after 1 MiB (~1/40 of its writes), and a small
+        // write continues a stream with probability 0.2.
+        assert!(bulk > 0.9, "bulk writes continuing a stream: {bulk}");
+        assert!(
+            (0.15..0.3).contains(&(small - chance)),
+            "small writes: {small}, {chance} by chance"
+        );
+        spec.write_streams = 0;
+        assert_eq!(
+            spec.generate().unwrap_err().to_string(),
+            "write_streams: 0 is not in 1..=65536"
+        );
+    }
+
+    /// Share of the reads that start at the tenth most read of the pages
+    /// reads start at.
     fn top_decile_share(t: &BlockTrace) -> f64 {
         let mut counts = std::collections::HashMap::new();
-        for (p, _) in t.page_accesses(4096).filter(|a| a.1 == Op::Read) {
-            *counts.entry(p).or_insert(0u64) += 1;
+        for r in t.requests.iter().filter(|r| r.op == Op::Read) {
+            *counts.entry(r.offset_bytes / 4096).or_insert(0u64) += 1;
         }
         let mut c: Vec<u64> = counts.into_values().collect();
         c.sort_unstable_by(|a, b| b.cmp(a));
@@ -499,7 +601,7 @@ mod tests {
     #[test]
     fn reads_stay_skewed_below_the_host_cache() {
         let mut spec = SynthSpec::preset("rsrch_0").unwrap();
-        spec.requests = 300_000;
+        spec.requests = 1_000_000;
         spec.write_ratio = 0.0;
         let skewed = top_decile_share(&spec.generate().unwrap());
         spec.read_zipf_theta = 0.01;

@@ -15,6 +15,7 @@ mod bench;
 mod profiles;
 mod serve;
 mod trace_cmd;
+mod trace_sweep;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -52,6 +52,21 @@ pub enum TraceCmd {
         #[arg(long)]
         to: Option<String>,
     },
+    /// Replay every trace, policy and cache size of a sweep file (TOML;
+    /// see docs/traces.md) and write results.csv and its figures.
+    Sweep {
+        /// The sweep file.
+        file: PathBuf,
+        /// Output directory (default: out/NAME).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Replays run at once (default: the machine's cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Only check the file (keys, policies, plots) and exit.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 /// How to read a trace.
@@ -100,6 +115,18 @@ impl ReadOpts {
 /// Runs a `tiermux trace` subcommand.
 pub fn run(cmd: TraceCmd) -> Result<()> {
     match cmd {
+        TraceCmd::Sweep {
+            file,
+            out,
+            threads,
+            check,
+        } => {
+            if check {
+                crate::trace_sweep::check(&file)?
+            } else {
+                crate::trace_sweep::run(&file, out, crate::threads(threads))?
+            }
+        }
         TraceCmd::Info { trace, read } => {
             let (t, format, page_bytes) = read.read(&trace)?;
             outln!("{} ({format:?})", trace.display());
@@ -289,7 +316,7 @@ pub fn replay_cmd(
 
 /// Write throughput of storage-write runs replayed one at a time on the
 /// Hibachi paper's RAID-5 array (six 7,200 rpm disks), MB/s.
-fn raid5_mb_s(runs: &[(u64, u64)], page_bytes: u64) -> f64 {
+pub(crate) fn raid5_mb_s(runs: &[(u64, u64)], page_bytes: u64) -> f64 {
     let mut array = tiermux_device::disk::Raid5::hibachi_paper();
     for &(start, len) in runs {
         array.write(start * page_bytes, len * page_bytes);

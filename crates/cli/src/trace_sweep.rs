@@ -1,0 +1,317 @@
+//! `tiermux trace sweep FILE`: an experiment over block traces, as data.
+//!
+//! The file names traces (synthetic presets with parameter overrides, or
+//! trace files), policies, cache sizes and figures. Every (trace, policy,
+//! cache size) is replayed in zero time as `tiermux replay` does; the rows
+//! go to `results.csv` and the figures to SVG files, as for `tiermux sim`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use tiermux_report::{PlotSpec, Table};
+use tiermux_trace::replay::{replay_accesses, ReplayStats, TraceVolume};
+use tiermux_trace::synth::SynthSpec;
+use tiermux_trace::{formats, BlockTrace, Format};
+
+/// A trace sweep file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSweep {
+    /// Names the output directory (`out/NAME` by default).
+    pub name: String,
+    /// What the sweep shows.
+    #[serde(default)]
+    pub description: String,
+    /// Registered policies to replay.
+    pub policies: Vec<String>,
+    /// Cache sizes, in pages (all cache devices together).
+    pub cache_pages: Vec<u64>,
+    /// The DRAM's share of each cache size (two cache devices), as
+    /// `tiermux replay --dram-share`.
+    #[serde(default)]
+    pub dram_share: Option<f64>,
+    /// Policy parameters, by policy name.
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Table>,
+    /// The traces.
+    #[serde(rename = "trace")]
+    pub traces: Vec<TraceEntry>,
+    /// Figures drawn from `results.csv`.
+    #[serde(default, rename = "plot")]
+    pub plots: Vec<PlotSpec>,
+}
+
+/// One trace of a sweep: a synthetic preset or a file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceEntry {
+    /// The `trace` column's value (default: the preset's name or the
+    /// file's).
+    #[serde(default)]
+    pub label: Option<String>,
+    /// A synthetic preset (`tiermux trace generate --preset`).
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// Generator parameters over the preset's (`--set`).
+    #[serde(default)]
+    pub set: toml::Table,
+    /// A trace file, relative to the sweep file.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// The file's format (default: from its name).
+    #[serde(default)]
+    pub format: Option<String>,
+    /// Page size in bytes (default 4096).
+    #[serde(default)]
+    pub page_bytes: Option<u64>,
+}
+
+impl TraceEntry {
+    fn label(&self) -> String {
+        let file = || {
+            self.path
+                .as_ref()
+                .and_then(|p| p.file_name())
+                .map(|f| f.to_string_lossy().into_owned())
+        };
+        self.label
+            .clone()
+            .or_else(|| self.preset.clone())
+            .or_else(file)
+            .unwrap_or_default()
+    }
+
+    /// The generator's parameters for a preset entry, checked.
+    fn spec(&self, preset: &str, page_bytes: u64) -> Result<SynthSpec> {
+        let mut spec = SynthSpec::preset(preset)?;
+        for (k, v) in &self.set {
+            let text = match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            spec.set(k, &text)?;
+        }
+        spec.page_bytes = page_bytes;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    fn page_bytes(&self) -> Result<u64> {
+        match self.page_bytes.unwrap_or(4096) {
+            0 => bail!("page_bytes must be at least 1"),
+            b => Ok(b),
+        }
+    }
+
+    /// The trace and its page size.
+    fn load(&self, base: &Path) -> Result<(BlockTrace, u64)> {
+        let page_bytes = self.page_bytes()?;
+        match (&self.preset, &self.path) {
+            (Some(preset), None) => Ok((self.spec(preset, page_bytes)?.generate()?, page_bytes)),
+            (None, Some(path)) => {
+                if !self.set.is_empty() {
+                    bail!("'set' applies to presets only");
+                }
+                let path = base.join(path);
+                let format = Format::resolve(self.format.as_deref(), &path)?;
+                Ok((formats::read(&path, &format)?, page_bytes))
+            }
+            _ => bail!("give exactly one of 'preset' and 'path'"),
+        }
+    }
+}
+
+impl TraceSweep {
+    /// Reads and checks a sweep file.
+    pub fn load(file: &Path) -> Result<TraceSweep> {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("{}: cannot read", file.display()))?;
+        let sweep: TraceSweep = toml::from_str(&text)
+            .with_context(|| format!("{}: not a trace sweep", file.display()))?;
+        sweep
+            .check()
+            .with_context(|| format!("{}", file.display()))?;
+        Ok(sweep)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.policies.is_empty() || self.cache_pages.is_empty() || self.traces.is_empty() {
+            bail!("policies, cache_pages and [[trace]] must each name at least one");
+        }
+        if self.cache_pages.contains(&0) {
+            bail!("cache_pages: sizes must be at least 1");
+        }
+        if let Some(s) = self.dram_share {
+            if !(s > 0.0 && s < 1.0) {
+                bail!("dram_share must be in (0, 1), got {s}");
+            }
+        }
+        for (i, t) in self.traces.iter().enumerate() {
+            if t.preset.is_some() == t.path.is_some() {
+                bail!("trace {}: give exactly one of 'preset' and 'path'", i + 1);
+            }
+            if let Some(preset) = &t.preset {
+                t.spec(preset, t.page_bytes()?)
+                    .with_context(|| format!("trace '{}'", t.label()))?;
+            }
+        }
+        let columns = Self::columns();
+        for plot in &self.plots {
+            plot.check_columns(&columns)?;
+        }
+        for policy in &self.policies {
+            TraceVolume::fitting(policy, &self.policy_params(policy)?, 4, self.dram_share)
+                .with_context(|| format!("policy '{policy}'"))?;
+        }
+        Ok(())
+    }
+
+    fn policy_params(&self, policy: &str) -> Result<tiermux_core::Params> {
+        let items: Vec<String> = self
+            .params
+            .get(policy)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| match v {
+                toml::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect();
+        crate::parse_params(&items)
+    }
+
+    /// The columns of `results.csv`.
+    pub fn columns() -> Vec<String> {
+        [
+            "trace",
+            "policy",
+            "cache_pages",
+            "hit_pct",
+            "read_hit_pct",
+            "read_hit_dev0_pct",
+            "read_hit_dev1_pct",
+            "write_hit_pct",
+            "stored_pages",
+            "storage_runs",
+            "mean_run_pages",
+            "raid5_mb_per_s",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}
+
+/// One replay's row of `results.csv`.
+fn row(trace: &str, policy: &str, pages: u64, r: &ReplayStats, page_bytes: u64) -> Vec<String> {
+    let runs = r.storage_runs();
+    vec![
+        trace.to_string(),
+        policy.to_string(),
+        pages.to_string(),
+        format!("{:.4}", r.hit_ratio() * 100.0),
+        format!("{:.4}", r.read_hit_ratio() * 100.0),
+        format!("{:.4}", r.read_hit_ratio_on(0) * 100.0),
+        format!("{:.4}", r.read_hit_ratio_on(1) * 100.0),
+        format!("{:.4}", r.write_hit_ratio() * 100.0),
+        r.storage_blocks.to_string(),
+        runs.to_string(),
+        format!("{:.4}", r.storage_blocks as f64 / runs.max(1) as f64),
+        format!(
+            "{:.4}",
+            crate::trace_cmd::raid5_mb_s(r.storage_log.as_deref().unwrap_or(&[]), page_bytes)
+        ),
+    ]
+}
+
+/// Checks a sweep file without replaying it (`--check`).
+pub fn check(file: &Path) -> Result<()> {
+    let sweep = TraceSweep::load(file)?;
+    outln!(
+        "{}: {} traces x {} policies x {} cache sizes, ok",
+        file.display(),
+        sweep.traces.len(),
+        sweep.policies.len(),
+        sweep.cache_pages.len()
+    );
+    Ok(())
+}
+
+/// Runs a sweep file, writing `results.csv` and its figures under `out`.
+pub fn run(file: &Path, out: Option<PathBuf>, threads: usize) -> Result<()> {
+    let sweep = TraceSweep::load(file)?;
+    let out = out.unwrap_or_else(|| PathBuf::from("out").join(&sweep.name));
+    std::fs::create_dir_all(&out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    let start = Instant::now();
+    let mut table = Table::new(
+        TraceSweep::columns(),
+        ["trace", "policy", "cache_pages"]
+            .map(String::from)
+            .to_vec(),
+    );
+    for entry in &sweep.traces {
+        let label = entry.label();
+        let (trace, page_bytes) = entry
+            .load(base)
+            .with_context(|| format!("{}: trace '{label}'", file.display()))?;
+        let jobs: Vec<(&str, u64)> = sweep
+            .policies
+            .iter()
+            .flat_map(|p| sweep.cache_pages.iter().map(move |&n| (p.as_str(), n)))
+            .collect();
+        let rows = Mutex::new(vec![None; jobs.len()]);
+        let next = AtomicUsize::new(0);
+        let work = || -> Result<()> {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(policy, pages)) = jobs.get(i) else {
+                    return Ok(());
+                };
+                let params = sweep.policy_params(policy)?;
+                let shape = TraceVolume::fitting(policy, &params, pages, sweep.dram_share)?;
+                let r = replay_accesses(
+                    policy,
+                    &params,
+                    trace.page_accesses(page_bytes),
+                    shape,
+                    true,
+                )
+                .with_context(|| format!("trace '{label}', {policy} at {pages} pages"))?;
+                rows.lock().expect("no panics hold it")[i] =
+                    Some(row(&label, policy, pages, &r, page_bytes));
+            }
+        };
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().expect("a replay thread panicked"))
+        })?;
+        let rows = rows.into_inner().expect("no panics hold it");
+        table
+            .rows
+            .extend(rows.into_iter().map(|r| r.expect("every job ran")));
+    }
+    std::fs::write(out.join("results.csv"), table.to_csv())?;
+    outln!(
+        "{} ({}): {} replays in {:.1} s -> {}",
+        sweep.name,
+        sweep.description,
+        table.rows.len(),
+        start.elapsed().as_secs_f64(),
+        out.join("results.csv").display()
+    );
+    for plot in &sweep.plots {
+        let svg = tiermux_report::render(plot, &table)
+            .with_context(|| format!("{}: drawing plot '{}'", file.display(), plot.name))?;
+        let path = out.join(format!("{}.svg", plot.name));
+        std::fs::write(&path, svg)?;
+        outln!("  figure {}", path.display());
+    }
+    Ok(())
+}

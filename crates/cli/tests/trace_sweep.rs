@@ -1,0 +1,228 @@
+//! `tiermux trace sweep`: a sweep file gives the rows `tiermux replay`
+//! gives for the same traces, and bad files are refused by name.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fresh directory for one test, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("tiermux-sweep-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tiermux(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tiermux"))
+        .args(args)
+        .output()
+        .expect("tiermux runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = tiermux(args);
+    assert!(
+        out.status.success(),
+        "tiermux {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn fails(dir: &Path, toml: &str) -> String {
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, toml).unwrap();
+    let out = tiermux(&["trace", "sweep", file.to_str().unwrap()]);
+    assert!(!out.status.success(), "accepted: {toml}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const SWEEP: &str = r#"
+name = "small"
+policies = ["hybrid-lru", "hibachi"]
+cache_pages = [64, 512]
+dram_share = 0.5
+
+[[trace]]
+preset = "wdev_0"
+set = { requests = 20000, working_set_bytes = 16777216, read_host_cache_pages = 256 }
+
+[[trace]]
+label = "streamy"
+preset = "wdev_0"
+set = { requests = 20000, working_set_bytes = 16777216, read_host_cache_pages = 256, write_sequential_probability = 0.6 }
+
+[[plot]]
+name = "write-hit"
+x = "cache_pages"
+y = "write_hit_pct"
+series = "policy"
+panels = "trace"
+"#;
+
+/// Each row equals `tiermux replay` on the same trace written to a file.
+#[test]
+fn a_sweep_gives_what_replay_gives() {
+    let dir = Scratch::new("rows");
+    let file = dir.path().join("small.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let out = dir.path().join("out");
+    ok(&[
+        "trace",
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--threads",
+        "2",
+    ]);
+    assert!(out.join("write-hit.svg").exists());
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 8, "{csv}");
+    let trace = dir.path().join("streamy.msr");
+    ok(&[
+        "trace",
+        "generate",
+        trace.to_str().unwrap(),
+        "--preset",
+        "wdev_0",
+        "--set",
+        "requests=20000",
+        "--set",
+        "working_set_bytes=16777216",
+        "--set",
+        "read_host_cache_pages=256",
+        "--set",
+        "write_sequential_probability=0.6",
+    ]);
+    for policy in ["hybrid-lru", "hibachi"] {
+        let text = ok(&[
+            "replay",
+            trace.to_str().unwrap(),
+            "--policy",
+            policy,
+            "--dram-share",
+            "0.5",
+            "--cache-pages",
+            "64,512",
+        ]);
+        // Columns: size, hit, read, dram, nvram, write, nvram wr, stored,
+        // runs, mean run, RAID-5 MB/s.
+        for line in text.lines().skip(2).take(2) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let row = rows
+                .iter()
+                .find(|r| r[0] == "streamy" && r[1] == policy && r[2] == f[0])
+                .unwrap_or_else(|| panic!("no row for {policy} at {}", f[0]));
+            let close = |a: &str, b: &str| {
+                (a.parse::<f64>().unwrap() - b.parse::<f64>().unwrap()).abs() < 0.006
+            };
+            assert!(
+                close(row[3], f[1]) && close(row[7], f[5]),
+                "{row:?} vs {line}"
+            );
+            assert_eq!(row[8], f[7], "stored pages: {row:?} vs {line}");
+            assert!(close(row[11], f[10]), "RAID-5: {row:?} vs {line}");
+        }
+    }
+    // The override changes the trace: more stream writes, longer runs.
+    let mean_run = |label: &str| -> f64 {
+        rows.iter()
+            .filter(|r| r[0] == label && r[1] == "hibachi")
+            .map(|r| r[10].parse::<f64>().unwrap())
+            .sum()
+    };
+    assert!(mean_run("streamy") > mean_run("wdev_0"));
+}
+
+#[test]
+fn bad_sweep_files_are_named() {
+    let dir = Scratch::new("bad");
+    let d = dir.path();
+    let base = "name = \"x\"\npolicies = [\"hibachi\"]\ncache_pages = [64]\ndram_share = 0.5\n";
+    let err = fails(
+        d,
+        &format!("{base}colour = 1\n[[trace]]\npreset = \"wdev_0\"\n"),
+    );
+    assert!(err.contains("unknown field `colour`"), "{err}");
+    let err = fails(
+        d,
+        &format!("{base}[[trace]]\npreset = \"wdev_0\"\npath = \"t.msr\"\n"),
+    );
+    assert!(
+        err.contains("trace 1: give exactly one of 'preset' and 'path'"),
+        "{err}"
+    );
+    let err = fails(
+        d,
+        "name = \"x\"\npolicies = [\"nope\"]\ncache_pages = [64]\n[[trace]]\npreset = \"wdev_0\"\n",
+    );
+    assert!(err.contains("policy 'nope'"), "{err}");
+    let err = fails(
+        d,
+        &format!("{base}[[trace]]\npreset = \"wdev_0\"\nset = {{ colour = 2 }}\n"),
+    );
+    assert!(
+        err.contains("trace 'wdev_0'") && err.contains("unknown trace parameter 'colour'"),
+        "{err}"
+    );
+    let err = fails(d, &format!("{base}[[trace]]\npath = \"missing.msr\"\n"));
+    assert!(err.contains("missing.msr"), "{err}");
+    let err = fails(
+        d,
+        &format!("{base}[[trace]]\npreset = \"wdev_0\"\n[[plot]]\nname = \"p\"\nx = \"cache_pages\"\ny = \"speed\"\n"),
+    );
+    assert!(err.contains("speed"), "{err}");
+    let err = fails(
+        d,
+        &format!(
+            "{}[[trace]]\npreset = \"wdev_0\"\n",
+            base.replace("[64]", "[0]")
+        ),
+    );
+    assert!(
+        err.contains("cache_pages: sizes must be at least 1"),
+        "{err}"
+    );
+}
+
+/// Every trace sweep the project ships loads: its keys, policies and
+/// plots check out (the traces are generated only when it runs).
+#[test]
+fn every_shipped_trace_sweep_loads() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/traces");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let out = tiermux(&["trace", "sweep", path.to_str().unwrap(), "--check"]);
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "{seen} trace sweeps");
+}

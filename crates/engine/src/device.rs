@@ -107,11 +107,7 @@ impl Device {
                     .map_err(|e| err(format!("cannot open: {e}")))?;
             }
         }
-        let memory_backed = rustix::fs::fstatfs(&file).is_ok_and(|st| {
-            const TMPFS_MAGIC: u64 = 0x0102_1994;
-            const RAMFS_MAGIC: u64 = 0x8584_58f6;
-            matches!(st.f_type as u64, TMPFS_MAGIC | RAMFS_MAGIC)
-        });
+        let memory_backed = in_memory(&file);
         Ok(Device {
             name: name.to_string(),
             path: path.to_path_buf(),
@@ -256,6 +252,14 @@ fn size_to(file: &File, is_block: bool, size_bytes: u64) -> Result<(), String> {
     }
     file.set_len(size_bytes)
         .map_err(|e| format!("cannot extend to {size_bytes} bytes: {e}"))
+}
+
+/// Whether an open file or directory lies on a filesystem in memory
+/// (tmpfs, ramfs), whose contents a reboot or power cut erases.
+pub fn in_memory(fd: impl rustix::fd::AsFd) -> bool {
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const RAMFS_MAGIC: u64 = 0x8584_58f6;
+    rustix::fs::fstatfs(fd).is_ok_and(|st| matches!(st.f_type as u64, TMPFS_MAGIC | RAMFS_MAGIC))
 }
 
 #[cfg(test)]

@@ -687,6 +687,30 @@ fn memory_devices_holding_the_only_copy_of_writes_are_refused() {
     assert!(msg.contains("'fast'") && msg.contains("classic"), "{msg}");
     println!("{msg}");
     try_open(&fast, "name = \"classic\"\nwrite_mode = \"wt\"", "").unwrap();
+    // Every device on disk, the metadata in memory: a reboot would forget
+    // where the dirty copies are.
+    let meta_in_memory = |caches: &[(&str, bool)], policy: &str, volume: &str| {
+        let mut cfg = mixed_config(&shm, &disk, caches, policy, volume);
+        cfg.metadata_dir = shm.join("meta");
+        std::fs::remove_dir_all(&cfg.metadata_dir).ok();
+        let mut r = tiermux_engine::reactor::fallback::ThreadReactor::new(1).unwrap();
+        let mut v = tiermux_engine::Volume::open(&cfg, &mut r)?;
+        v.close(&mut r).unwrap();
+        Ok::<(), tiermux_engine::volume::OpenError>(())
+    };
+    let on_disk = [("dram", false), ("nvram", false)];
+    let msg = meta_in_memory(&on_disk, hibachi, "")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.starts_with("metadata directory")
+            && msg.contains("/meta")
+            && msg.contains("volatile_ok"),
+        "{msg}"
+    );
+    meta_in_memory(&on_disk, hibachi, "volatile_ok = true").unwrap();
+    let fast = [("fast", false)];
+    meta_in_memory(&fast, "name = \"classic\"\nwrite_mode = \"wt\"", "").unwrap();
     for d in [&shm, &disk] {
         std::fs::remove_dir_all(d).ok();
     }

@@ -167,10 +167,12 @@ fn volume_spec(cfg: &VolumeConfig) -> VolumeSpec {
 }
 
 /// Refuses devices in memory (tmpfs, ramfs) that the policy may leave
-/// holding the only copy of acknowledged writes while home is persistent:
-/// a power cut would lose those writes, which a persistent home suggests
-/// the user does not expect. `volatile_ok` accepts the risk. A volume
-/// wholly in memory is taken to be meant as such.
+/// holding the only copy of acknowledged writes while home is persistent,
+/// and a metadata directory in memory when any cache device may hold such
+/// a copy (a reboot would forget where it is): a power cut would lose
+/// those writes, which a persistent home suggests the user does not
+/// expect. `volatile_ok` accepts the risk. A volume wholly in memory is
+/// taken to be meant as such.
 fn check_volatile(
     cfg: &VolumeConfig,
     devices: &[Device],
@@ -184,6 +186,7 @@ fn check_volatile(
     let volatile = (0..devices.len() as u8)
         .filter(|&d| d != home && in_memory(&devices[d as usize]))
         .fold(0u8, |m, d| m | 1 << d);
+    check_volatile_metadata(cfg, devices, home, policy)?;
     if !policy.may_keep_sole_copies(volatile) {
         return Ok(());
     }
@@ -201,6 +204,42 @@ fn check_volatile(
             if names.len() > 1 { "them" } else { "it" },
         ),
     })
+}
+
+/// Refuses a metadata directory in memory when a cache device may hold
+/// the only copy of acknowledged writes (see [`check_volatile`]).
+fn check_volatile_metadata(
+    cfg: &VolumeConfig,
+    devices: &[Device],
+    home: u8,
+    policy: &dyn tiermux_core::Policy,
+) -> Result<(), OpenError> {
+    let caches = (0..devices.len() as u8)
+        .filter(|&d| d != home)
+        .fold(0u8, |m, d| m | 1 << d);
+    if !metadata_in_memory(cfg)? || !policy.may_keep_sole_copies(caches) {
+        return Ok(());
+    }
+    Err(OpenError::Volatile {
+        message: format!(
+            "metadata directory {} is in memory (tmpfs or ramfs), and policy '{}' may keep the only copy of acknowledged writes on a cache device, while home device '{}' is persistent: a reboot would lose the map that names those copies. Move the metadata directory to persistent storage, or set volatile_ok = true to accept that",
+            cfg.metadata_dir.display(),
+            policy.name(),
+            devices[home as usize].name,
+        ),
+    })
+}
+
+/// Whether the metadata directory (created if missing) lies in memory.
+fn metadata_in_memory(cfg: &VolumeConfig) -> Result<bool, OpenError> {
+    let dir = &cfg.metadata_dir;
+    let io = |source| crate::journal::MetaError::Io {
+        path: dir.clone(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let f = std::fs::File::open(dir).map_err(io)?;
+    Ok(crate::device::in_memory(&f))
 }
 
 /// Refuses a policy that addresses more of a device than it has.

@@ -277,7 +277,8 @@ impl Experiment {
             }
             runs.push((combo, cfg));
         }
-        let plots = parse_plots(&doc, text, &keys, &controller_names)
+        let devices = runs.iter().map(|(_, c)| c.devices.len()).max().unwrap_or(2);
+        let plots = parse_plots(&doc, text, &keys, &controller_names, devices)
             .map_err(|(line, field, message)| p.err(line, &field, message))?;
         Ok(Experiment {
             name: text_of("name", file),
@@ -319,6 +320,7 @@ fn parse_plots(
     text: &str,
     keys: &[String],
     controller: &[String],
+    devices: usize,
 ) -> Result<Vec<PlotSpec>, FieldError> {
     let Some(v) = doc.get("plot") else {
         return Ok(Vec::new());
@@ -338,8 +340,8 @@ fn parse_plots(
             .try_into()
             .map_err(|e: toml::de::Error| (line, format!("plot[{i}]"), e.message().to_string()))?;
         let columns = match spec.data {
-            PlotData::Runs => run_columns(keys),
-            PlotData::Timeseries => sample_columns(keys, controller),
+            PlotData::Runs => run_columns(keys, devices),
+            PlotData::Timeseries => sample_columns(keys, controller, devices),
         };
         spec.check_columns(&columns)
             .map_err(|e| (line, format!("plot[{i}].{}", e.field), e.message))?;
@@ -478,15 +480,32 @@ fn num(x: f64) -> String {
     }
 }
 
-/// Column names of the per-run table for an experiment with swept `keys`.
-pub fn run_columns(keys: &[String]) -> Vec<String> {
+/// Column names of the per-run table for an experiment with swept `keys`
+/// whose runs have up to `devices` devices: the fixed columns (the first
+/// two devices), then `dev2_*`, `dev3_*`... for each further device.
+pub fn run_columns(keys: &[String], devices: usize) -> Vec<String> {
     let mut cols = key_columns(keys);
     cols.extend(RUN_COLUMNS.iter().map(|c| c.to_string()));
+    for i in 2..devices {
+        for c in EXTRA_DEVICE_COLUMNS {
+            cols.push(format!("dev{i}_{c}"));
+        }
+    }
     cols
 }
 
-/// The per-run table row for a run whose swept `keys` took `swept`.
-pub fn run_cells(keys: &[String], swept: &[toml::Value], r: &RunResult) -> Vec<String> {
+/// Per-device result columns of devices after the first two.
+const EXTRA_DEVICE_COLUMNS: [&str; 3] = ["bytes_per_s", "utilization", "written_bytes"];
+
+/// The per-run table row for a run whose swept `keys` took `swept`, in a
+/// table of runs with up to `devices` devices (cells of devices this run
+/// does not have are empty).
+pub fn run_cells(
+    keys: &[String],
+    swept: &[toml::Value],
+    r: &RunResult,
+    devices: usize,
+) -> Vec<String> {
     let mut cols = key_cells(keys, swept);
     let dev = |i: usize| r.devices.get(i);
     cols.push(r.policy.clone());
@@ -513,6 +532,16 @@ pub fn run_cells(keys: &[String], swept: &[toml::Value], r: &RunResult) -> Vec<S
     cols.push(dev(1).map_or(0, |d| d.migrated_bytes).to_string());
     cols.push(num(r.convergence_s.unwrap_or(f64::NAN)));
     cols.push(r.requests.to_string());
+    for i in 2..devices {
+        match dev(i) {
+            Some(d) => {
+                cols.push(num(d.bytes_per_s));
+                cols.push(num(d.utilization));
+                cols.push(d.written_bytes.to_string());
+            }
+            None => cols.extend([String::new(), String::new(), String::new()]),
+        }
+    }
     cols
 }
 
@@ -525,17 +554,22 @@ fn identity(keys: &[String]) -> Vec<String> {
 
 /// One row per run.
 pub fn runs_table(keys: &[String], runs: &[(&[toml::Value], &RunResult)]) -> Table {
-    let mut t = Table::new(run_columns(keys), identity(keys));
-    t.rows = runs.iter().map(|(s, r)| run_cells(keys, s, r)).collect();
+    let devices = runs.iter().map(|(_, r)| r.devices.len()).max().unwrap_or(2);
+    let mut t = Table::new(run_columns(keys, devices), identity(keys));
+    t.rows = runs
+        .iter()
+        .map(|(s, r)| run_cells(keys, s, r, devices))
+        .collect();
     t
 }
 
-/// Column names of the time-series table; `controller` names the
-/// controller variables to include.
-pub fn sample_columns(keys: &[String], controller: &[String]) -> Vec<String> {
+/// Column names of the time-series table for runs with up to `devices`
+/// devices; `controller` names the controller variables to include.
+pub fn sample_columns(keys: &[String], controller: &[String], devices: usize) -> Vec<String> {
     let mut cols = key_columns(keys);
     cols.push("policy".into());
     cols.extend(SAMPLE_COLUMNS.iter().map(|c| c.to_string()));
+    cols.extend((2..devices).map(|i| format!("dev{i}_bytes_per_s")));
     cols.extend(controller.iter().cloned());
     cols
 }
@@ -553,7 +587,8 @@ pub fn timeseries_table(keys: &[String], runs: &[(&[toml::Value], &RunResult)]) 
             }
         }
     }
-    let mut t = Table::new(sample_columns(keys, &controller), identity(keys));
+    let devices = runs.iter().map(|(_, r)| r.devices.len()).max().unwrap_or(2);
+    let mut t = Table::new(sample_columns(keys, &controller, devices), identity(keys));
     for (swept, r) in runs {
         let base = key_cells(keys, swept);
         for s in &r.samples {
@@ -569,6 +604,13 @@ pub fn timeseries_table(keys: &[String], runs: &[(&[toml::Value], &RunResult)]) 
                 s.device_bytes_per_s.get(1).copied().unwrap_or(0.0),
             ] {
                 row.push(num(x));
+            }
+            for i in 2..devices {
+                row.push(
+                    s.device_bytes_per_s
+                        .get(i)
+                        .map_or(String::new(), |&x| num(x)),
+                );
             }
             for c in &controller {
                 row.push(

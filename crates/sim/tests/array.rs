@@ -61,3 +61,36 @@ fn an_unknown_array_is_refused_by_name() {
         "{e}"
     );
 }
+
+/// A three-device run reports its third device (the array under DRAM and
+/// NVRAM) in the results table, and a plot may name its columns; a
+/// two-device experiment has no such column.
+#[test]
+fn a_third_device_has_its_own_result_columns() {
+    use tiermux_sim::experiment::{runs_table, timeseries_table, Experiment};
+    let text = |devices: &str| {
+        format!(
+            "name = \"t\"\n[base]\ndevices = [{devices}]\npolicy = \"passthrough\"\nvolume_blocks = 4096\nduration_s = 2.0\nwarmup_s = 0.5\nprefill = false\nsample_interval_ms = 500\n[base.workload]\nworking_set_blocks = 4096\nwrite_ratio = 1.0\n[[plot]]\nname = \"array\"\nx = \"policy\"\ny = \"dev2_written_bytes\"\n"
+        )
+    };
+    let e = Experiment::parse(
+        &text("\"dram\", \"dram\", \"array:raid5-hibachi\""),
+        "t.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (swept, cfg) = &e.runs[0];
+    let r = run(cfg).unwrap();
+    let pairs = [(swept.as_slice(), &r)];
+    let t = runs_table(&e.keys, &pairs);
+    let col = t
+        .column("dev2_written_bytes")
+        .expect("a column for the array");
+    let written: u64 = t.rows[0][col].parse().unwrap();
+    assert!(written > 0 && written == r.devices[2].written_bytes);
+    let series = timeseries_table(&e.keys, &pairs);
+    assert!(series.column("dev2_bytes_per_s").is_some());
+    let err = Experiment::parse(&text("\"dram\", \"array:raid5-hibachi\""), "t.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("dev2_written_bytes"), "{err}");
+}

@@ -660,14 +660,18 @@ fn copies_on_a_device_that_lost_its_contents_are_forgotten() {
 #[test]
 fn memory_devices_holding_the_only_copy_of_writes_are_refused() {
     let (shm, disk) = shm_and_disk("volatile");
+    let open_with_metadata =
+        |meta: &std::path::Path, caches: &[(&str, bool)], policy: &str, volume: &str| {
+            let mut cfg = mixed_config(&shm, &disk, caches, policy, volume);
+            cfg.metadata_dir = meta.join("meta");
+            std::fs::remove_dir_all(&cfg.metadata_dir).ok();
+            let mut r = tiermux_engine::reactor::fallback::ThreadReactor::new(1).unwrap();
+            let mut v = tiermux_engine::Volume::open(&cfg, &mut r)?;
+            v.close(&mut r).unwrap();
+            Ok::<(), tiermux_engine::volume::OpenError>(())
+        };
     let try_open = |caches: &[(&str, bool)], policy: &str, volume: &str| {
-        let mut cfg = mixed_config(&shm, &disk, caches, policy, volume);
-        cfg.metadata_dir = disk.join("meta");
-        std::fs::remove_dir_all(&cfg.metadata_dir).ok();
-        let mut r = tiermux_engine::reactor::fallback::ThreadReactor::new(1).unwrap();
-        let mut v = tiermux_engine::Volume::open(&cfg, &mut r)?;
-        v.close(&mut r).unwrap();
-        Ok::<(), tiermux_engine::volume::OpenError>(())
+        open_with_metadata(&disk, caches, policy, volume)
     };
     let hibachi = "name = \"hibachi\"";
     let msg = try_open(&[("dram", false), ("nvram", true)], hibachi, "")
@@ -690,13 +694,7 @@ fn memory_devices_holding_the_only_copy_of_writes_are_refused() {
     // Every device on disk, the metadata in memory: a reboot would forget
     // where the dirty copies are.
     let meta_in_memory = |caches: &[(&str, bool)], policy: &str, volume: &str| {
-        let mut cfg = mixed_config(&shm, &disk, caches, policy, volume);
-        cfg.metadata_dir = shm.join("meta");
-        std::fs::remove_dir_all(&cfg.metadata_dir).ok();
-        let mut r = tiermux_engine::reactor::fallback::ThreadReactor::new(1).unwrap();
-        let mut v = tiermux_engine::Volume::open(&cfg, &mut r)?;
-        v.close(&mut r).unwrap();
-        Ok::<(), tiermux_engine::volume::OpenError>(())
+        open_with_metadata(&shm, caches, policy, volume)
     };
     let on_disk = [("dram", false), ("nvram", false)];
     let msg = meta_in_memory(&on_disk, hibachi, "")

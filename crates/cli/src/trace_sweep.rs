@@ -90,11 +90,7 @@ impl TraceEntry {
     fn spec(&self, preset: &str, page_bytes: u64) -> Result<SynthSpec> {
         let mut spec = SynthSpec::preset(preset)?;
         for (k, v) in &self.set {
-            let text = match v {
-                toml::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            spec.set(k, &text)?;
+            spec.set(k, &value_text(v))?;
         }
         spec.page_bytes = page_bytes;
         spec.validate()?;
@@ -177,10 +173,7 @@ impl TraceSweep {
             .get(policy)
             .into_iter()
             .flatten()
-            .map(|(k, v)| match v {
-                toml::Value::String(s) => format!("{k}={s}"),
-                other => format!("{k}={other}"),
-            })
+            .map(|(k, v)| format!("{k}={}", value_text(v)))
             .collect();
         crate::parse_params(&items)
     }
@@ -203,6 +196,14 @@ impl TraceSweep {
         ]
         .map(String::from)
         .to_vec()
+    }
+}
+
+/// A TOML value as the text `--set` and `--param` take (strings bare).
+fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -302,7 +302,8 @@ struct Generator<'a> {
     spec: &'a SynthSpec,
     rng: Rng,
     pages: u64,
-    /// The read (0) and write (1) permutations of the pages.
+    /// The permutations that scatter popular read (0) and write (1)
+    /// ranks over the volume.
     scatters: [Scatter; 2],
     reads: Zipf,
     writes: Zipf,
@@ -348,12 +349,6 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// Rank `rank` of a popularity order to a page, scattered over the
-    /// volume by permutation `salt` (one for reads, one for writes).
-    fn scatter(&self, rank: u64, salt: usize) -> u64 {
-        self.scatters[salt].apply(rank)
-    }
-
     fn size_bytes(&mut self) -> u32 {
         let u = self.rng.next_f64();
         let i = self
@@ -371,7 +366,7 @@ impl<'a> Generator<'a> {
             return self.recent_writes[n - 1 - back.min(n - 1)];
         }
         let rank = self.writes.sample(&mut self.rng);
-        self.scatter(rank, 1) * s.page_bytes
+        self.scatters[1].apply(rank) * s.page_bytes
     }
 
     fn read_start(&mut self) -> u64 {
@@ -385,7 +380,7 @@ impl<'a> Generator<'a> {
                 break r;
             }
         };
-        self.scatter(rank, 0) * s.page_bytes
+        self.scatters[0].apply(rank) * s.page_bytes
     }
 
     /// Where a write of `size_bytes` starts, and which stream it continues

@@ -1,0 +1,346 @@
+//! The Large Object Cache: CacheLib's BlockCache. The volume range is cut
+//! into regions; items are appended to the open region's buffer in DRAM,
+//! a full region is written in one request, and a DRAM index maps each
+//! key's hash to its place. When no region is free, the oldest sealed one
+//! is evicted whole (FIFO) and its items leave the index.
+//!
+//! Items in the open region or in one being written are read from its
+//! buffer; a sealed region with reads in flight is not evicted, so a read
+//! always finds the bytes it was sent for. The item's key and checksum are
+//! verified on every read all the same.
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+
+use crate::io::{round_up_blocks, IoId, IoKind, IoQueue, BLOCK_BYTES};
+use crate::item;
+use crate::soc::Found;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Free,
+    Open,
+    Flushing,
+    Sealed,
+}
+
+#[derive(Debug)]
+struct Region {
+    state: State,
+    /// Reads in flight.
+    readers: u32,
+    /// Hashes of the items appended since the region was opened.
+    hashes: Vec<u64>,
+    /// The region's bytes while it is open or being written.
+    buf: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    region: u32,
+    offset: u32,
+    len: u32,
+}
+
+#[derive(Debug)]
+enum Pending {
+    Flush(u32),
+    Read {
+        region: u32,
+        tag: u64,
+        key: Bytes,
+        at: usize,
+        len: usize,
+    },
+}
+
+/// Counters of the large-object cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LocStats {
+    /// Item reads issued.
+    pub reads: u64,
+    /// Region writes issued.
+    pub region_writes: u64,
+    /// Regions evicted.
+    pub evictions: u64,
+    /// Items not stored because every region buffer was busy.
+    pub dropped: u64,
+    /// Storage requests that failed.
+    pub io_errors: u64,
+}
+
+/// The large-object cache over `regions` regions from byte `base`.
+pub struct Loc {
+    base: u64,
+    region_bytes: u32,
+    regions: Vec<Region>,
+    index: HashMap<u64, Slot>,
+    open: Option<u32>,
+    sealed: VecDeque<u32>,
+    free: Vec<u32>,
+    max_buffers: u32,
+    flushing: u32,
+    ios: HashMap<IoId, Pending>,
+    stats: LocStats,
+}
+
+impl Loc {
+    /// An empty cache of `regions` regions of `region_bytes` from byte
+    /// `base`, with at most `max_buffers` regions in DRAM (the open one and
+    /// those being written).
+    pub fn new(base: u64, region_bytes: u32, regions: u32, max_buffers: u32) -> Loc {
+        assert!(
+            base.is_multiple_of(BLOCK_BYTES) && (region_bytes as u64).is_multiple_of(BLOCK_BYTES)
+        );
+        assert!(
+            regions >= 2 && max_buffers >= 1,
+            "{regions} regions, {max_buffers} buffers"
+        );
+        Loc {
+            base,
+            region_bytes,
+            regions: (0..regions)
+                .map(|_| Region {
+                    state: State::Free,
+                    readers: 0,
+                    hashes: Vec::new(),
+                    buf: Vec::new(),
+                })
+                .collect(),
+            index: HashMap::new(),
+            open: None,
+            sealed: VecDeque::new(),
+            free: (0..regions).rev().collect(),
+            max_buffers,
+            flushing: 0,
+            ios: HashMap::new(),
+            stats: LocStats::default(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> LocStats {
+        self.stats
+    }
+
+    /// The largest item (encoded) a region takes.
+    pub fn max_item_bytes(&self) -> usize {
+        self.region_bytes as usize
+    }
+
+    /// Whether the index names `key`'s hash.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.index.contains_key(&crate::hash_key(key))
+    }
+
+    /// Forgets `key`.
+    pub fn remove(&mut self, key: &[u8]) {
+        self.index.remove(&crate::hash_key(key));
+    }
+
+    /// Appends an item; false if it was dropped (every buffer busy).
+    pub fn insert(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        expires_at_ms: u64,
+        io: &mut IoQueue,
+    ) -> bool {
+        let len = item::encoded_len(key.len(), value.len());
+        assert!(
+            len <= self.max_item_bytes(),
+            "an item of {len} bytes for a region"
+        );
+        let hash = crate::hash_key(key);
+        self.index.remove(&hash);
+        if let Some(r) = self.open {
+            if self.regions[r as usize].buf.len() + len > self.region_bytes as usize {
+                self.seal(r, io);
+            }
+        }
+        let r = match self.open.or_else(|| self.open_region()) {
+            Some(r) => r,
+            None => {
+                self.stats.dropped += 1;
+                return false;
+            }
+        };
+        let region = &mut self.regions[r as usize];
+        let offset = region.buf.len() as u32;
+        item::encode(key, value, expires_at_ms, &mut region.buf);
+        region.hashes.push(hash);
+        self.index.insert(
+            hash,
+            Slot {
+                region: r,
+                offset,
+                len: len as u32,
+            },
+        );
+        true
+    }
+
+    fn open_region(&mut self) -> Option<u32> {
+        if self.flushing + 1 > self.max_buffers {
+            return None;
+        }
+        let r = match self.free.pop() {
+            Some(r) => r,
+            None => {
+                let at = self
+                    .sealed
+                    .iter()
+                    .position(|&r| self.regions[r as usize].readers == 0)?;
+                let r = self.sealed.remove(at).expect("a position in the queue");
+                self.evict(r);
+                r
+            }
+        };
+        let region = &mut self.regions[r as usize];
+        assert_eq!(region.state, State::Free);
+        region.state = State::Open;
+        region.buf.reserve_exact(self.region_bytes as usize);
+        self.open = Some(r);
+        Some(r)
+    }
+
+    /// Evicts sealed region `r`: its items leave the index.
+    fn evict(&mut self, r: u32) {
+        self.forget(r);
+        self.stats.evictions += 1;
+    }
+
+    /// Drops the index entries that point into region `r` and frees it.
+    fn forget(&mut self, r: u32) {
+        let region = &mut self.regions[r as usize];
+        for h in region.hashes.drain(..) {
+            if self.index.get(&h).is_some_and(|s| s.region == r) {
+                self.index.remove(&h);
+            }
+        }
+        region.state = State::Free;
+    }
+
+    fn seal(&mut self, r: u32, io: &mut IoQueue) {
+        self.open = None;
+        let region = &mut self.regions[r as usize];
+        assert_eq!(region.state, State::Open);
+        let mut data = region.buf.clone();
+        data.resize(round_up_blocks(data.len() as u64) as usize, 0);
+        region.state = State::Flushing;
+        self.flushing += 1;
+        let id = io.push(self.region_offset(r), IoKind::Write { data });
+        self.stats.region_writes += 1;
+        self.ios.insert(id, Pending::Flush(r));
+    }
+
+    /// Writes the open region now (for a shutdown or a test).
+    pub fn flush_open(&mut self, io: &mut IoQueue) {
+        if let Some(r) = self.open {
+            if !self.regions[r as usize].buf.is_empty() {
+                self.seal(r, io);
+            }
+        }
+    }
+
+    fn region_offset(&self, r: u32) -> u64 {
+        self.base + r as u64 * self.region_bytes as u64
+    }
+
+    /// Looks `key` up; the answer goes to `found` now or when a read ends.
+    pub fn lookup(&mut self, tag: u64, key: Bytes, io: &mut IoQueue, found: &mut Vec<Found>) {
+        let Some(&slot) = self.index.get(&crate::hash_key(&key)) else {
+            found.push(Found { tag, item: None });
+            return;
+        };
+        let region = &mut self.regions[slot.region as usize];
+        match region.state {
+            State::Open | State::Flushing => {
+                let at = slot.offset as usize;
+                found.push(read_item(
+                    &region.buf[at..at + slot.len as usize],
+                    tag,
+                    &key,
+                ));
+            }
+            State::Sealed => {
+                let start = slot.offset as u64 / BLOCK_BYTES * BLOCK_BYTES;
+                let end = round_up_blocks(slot.offset as u64 + slot.len as u64);
+                region.readers += 1;
+                let offset = self.region_offset(slot.region) + start;
+                let id = io.push(
+                    offset,
+                    IoKind::Read {
+                        len_bytes: (end - start) as u32,
+                    },
+                );
+                self.stats.reads += 1;
+                let at = (slot.offset as u64 - start) as usize;
+                let pending = Pending::Read {
+                    region: slot.region,
+                    tag,
+                    key,
+                    at,
+                    len: slot.len as usize,
+                };
+                self.ios.insert(id, pending);
+            }
+            State::Free => unreachable!("the index names a free region"),
+        }
+    }
+
+    /// Takes the completion of request `id` if it is this cache's.
+    pub fn complete(
+        &mut self,
+        id: IoId,
+        result: Result<&[u8], i32>,
+        found: &mut Vec<Found>,
+    ) -> bool {
+        let Some(p) = self.ios.remove(&id) else {
+            return false;
+        };
+        self.stats.io_errors += result.is_err() as u64;
+        match p {
+            Pending::Flush(r) => {
+                self.flushing -= 1;
+                let region = &mut self.regions[r as usize];
+                region.buf = Vec::new();
+                if result.is_ok() {
+                    region.state = State::Sealed;
+                    self.sealed.push_back(r);
+                } else {
+                    self.forget(r);
+                    self.free.push(r);
+                }
+            }
+            Pending::Read {
+                region,
+                tag,
+                key,
+                at,
+                len,
+            } => {
+                let reg = &mut self.regions[region as usize];
+                reg.readers = reg.readers.checked_sub(1).expect("a read in flight");
+                let answer = match result {
+                    Ok(bytes) if bytes.len() >= at + len => {
+                        read_item(&bytes[at..at + len], tag, &key)
+                    }
+                    _ => Found { tag, item: None },
+                };
+                found.push(answer);
+            }
+        }
+        true
+    }
+}
+
+/// The answer for `key` from an item's bytes: found only if they hold an
+/// intact item of this key.
+fn read_item(bytes: &[u8], tag: u64, key: &[u8]) -> Found {
+    let item = item::decode(bytes)
+        .filter(|(it, _)| it.key == key)
+        .map(|(it, _)| (Bytes::copy_from_slice(it.value), it.expires_at_ms));
+    Found { tag, item }
+}

@@ -1,0 +1,105 @@
+//! A storage driver over a byte vector, for tests: it holds the requests a
+//! machine issues and completes them in a seeded random order, performing
+//! each when it completes, and fails a chosen share of them. It asserts
+//! the machines' own rule that no read overlaps a write in flight.
+
+use tiermux_core::rng::Rng;
+
+use crate::io::{IoId, IoKind, IoRequest};
+
+/// A finished request: its id and the bytes read (empty for a write) or an errno.
+pub type MemCompletion = (IoId, Result<Vec<u8>, i32>);
+
+/// An in-memory volume with requests in flight.
+pub struct MemStorage {
+    bytes: Vec<u8>,
+    in_flight: Vec<IoRequest>,
+    rng: Rng,
+    fail_per_million: u32,
+    /// Requests failed so far.
+    pub failed: u64,
+}
+
+/// The errno of an injected failure.
+pub const EIO: i32 = 5;
+
+impl MemStorage {
+    /// A zeroed volume of `len_bytes`; `seed` picks the completion order.
+    pub fn new(len_bytes: u64, seed: u64) -> MemStorage {
+        MemStorage {
+            bytes: vec![0; len_bytes as usize],
+            in_flight: Vec::new(),
+            rng: Rng::new(seed),
+            fail_per_million: 0,
+            failed: 0,
+        }
+    }
+
+    /// Fails this share of requests (per million) from now on; a failed
+    /// write may have written any prefix of its blocks.
+    pub fn fail_per_million(&mut self, n: u32) {
+        self.fail_per_million = n;
+    }
+
+    /// Takes a request.
+    pub fn submit(&mut self, req: IoRequest) {
+        let end = req.offset + req.len_bytes();
+        assert!(
+            end <= self.bytes.len() as u64,
+            "request past the volume's end: {req:?}"
+        );
+        for other in &self.in_flight {
+            let o_end = other.offset + other.len_bytes();
+            let overlap = req.offset < o_end && other.offset < end;
+            let a_write = matches!(req.kind, IoKind::Write { .. })
+                || matches!(other.kind, IoKind::Write { .. });
+            assert!(
+                !(overlap && a_write),
+                "requests {} and {} overlap and one writes",
+                req.id,
+                other.id
+            );
+        }
+        self.in_flight.push(req);
+    }
+
+    /// Requests in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Completes one request in flight, chosen at random.
+    pub fn complete_one(&mut self) -> Option<MemCompletion> {
+        if self.in_flight.is_empty() {
+            return None;
+        }
+        let i = self.rng.below(self.in_flight.len() as u64) as usize;
+        let req = self.in_flight.swap_remove(i);
+        let fail =
+            self.fail_per_million > 0 && self.rng.below(1_000_000) < self.fail_per_million as u64;
+        let at = req.offset as usize;
+        let result = match req.kind {
+            IoKind::Read { len_bytes } if !fail => {
+                Ok(self.bytes[at..at + len_bytes as usize].to_vec())
+            }
+            IoKind::Write { data } => {
+                let blocks = data.len() / crate::BLOCK_BYTES as usize;
+                let done = if fail {
+                    self.rng.below(blocks as u64 + 1) as usize
+                } else {
+                    blocks
+                };
+                let n = done * crate::BLOCK_BYTES as usize;
+                self.bytes[at..at + n].copy_from_slice(&data[..n]);
+                if fail {
+                    Err(EIO)
+                } else {
+                    Ok(Vec::new())
+                }
+            }
+            IoKind::Read { .. } => Err(EIO),
+        };
+        self.failed += result.is_err() as u64;
+        Some((req.id, result))
+    }
+}

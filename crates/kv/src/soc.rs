@@ -1,0 +1,418 @@
+//! The Small Object Cache: a hash table of 4 KiB buckets on the volume,
+//! CacheLib's BigHash. A key lives in one bucket, chosen by its hash; a
+//! bucket keeps its items oldest first and drops the oldest to make room.
+//! DRAM holds only a 64-bit Bloom filter per bucket, so a lookup of an
+//! absent key usually costs no read.
+//!
+//! Every change is a read-modify-write of the bucket. Operations on a
+//! bucket run one after another: while a bucket is busy its image in DRAM,
+//! with every queued change applied, is the bucket's state; lookups are
+//! answered from it, and changes that arrive during a write are written
+//! next. A bucket whose content is unknown (a failed read or write) is
+//! *poisoned*: it reads as empty until a write of a fresh image succeeds,
+//! so an old copy of a removed item can never come back.
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+
+use crate::io::{IoId, IoKind, IoQueue, BLOCK_BYTES};
+use crate::item;
+
+/// Bytes of a bucket.
+pub const BUCKET_BYTES: usize = BLOCK_BYTES as usize;
+/// Bytes of a bucket's header: CRC32, item count, pad, generation.
+const BUCKET_HEADER_BYTES: usize = 16;
+/// Bytes a bucket has for items.
+pub const BUCKET_ITEM_BYTES: usize = BUCKET_BYTES - BUCKET_HEADER_BYTES;
+
+/// An item kept in a bucket image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Held {
+    key: Bytes,
+    value: Bytes,
+    expires_at_ms: u64,
+}
+
+impl Held {
+    fn bytes(&self) -> usize {
+        item::encoded_len(self.key.len(), self.value.len())
+    }
+}
+
+/// A bucket's items, oldest first.
+#[derive(Debug, Clone, Default)]
+struct Image {
+    items: Vec<Held>,
+}
+
+impl Image {
+    fn used_bytes(&self) -> usize {
+        self.items.iter().map(Held::bytes).sum()
+    }
+
+    fn find(&self, key: &[u8]) -> Option<&Held> {
+        self.items.iter().find(|h| h.key == key)
+    }
+
+    fn remove(&mut self, key: &[u8]) -> bool {
+        let before = self.items.len();
+        self.items.retain(|h| h.key != key);
+        self.items.len() != before
+    }
+
+    fn insert(&mut self, h: Held) {
+        assert!(
+            h.bytes() <= BUCKET_ITEM_BYTES,
+            "an item of {} bytes in a bucket",
+            h.bytes()
+        );
+        self.remove(&h.key);
+        self.items.push(h);
+        while self.used_bytes() > BUCKET_ITEM_BYTES {
+            self.items.remove(0);
+        }
+    }
+
+    fn encode(&self, generation: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(BUCKET_BYTES);
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&(self.items.len() as u16).to_le_bytes());
+        out.extend_from_slice(&[0; 2]);
+        out.extend_from_slice(&generation.to_le_bytes());
+        for h in &self.items {
+            item::encode(&h.key, &h.value, h.expires_at_ms, &mut out);
+        }
+        assert!(out.len() <= BUCKET_BYTES);
+        out.resize(BUCKET_BYTES, 0);
+        let crc = crc32fast::hash(&out[4..]);
+        out[0..4].copy_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// The image a bucket's bytes hold: empty unless they are an intact
+    /// bucket of this generation.
+    fn decode(buf: &[u8], generation: u64) -> Image {
+        let mut img = Image::default();
+        if buf.len() != BUCKET_BYTES
+            || crc32fast::hash(&buf[4..]) != u32::from_le_bytes(buf[0..4].try_into().expect("4"))
+            || u64::from_le_bytes(buf[8..16].try_into().expect("8")) != generation
+        {
+            return img;
+        }
+        let count = u16::from_le_bytes(buf[4..6].try_into().expect("2")) as usize;
+        let mut at = BUCKET_HEADER_BYTES;
+        for _ in 0..count {
+            let Some((it, len)) = item::decode(&buf[at..]) else {
+                return Image::default();
+            };
+            img.items.push(Held {
+                key: Bytes::copy_from_slice(it.key),
+                value: Bytes::copy_from_slice(it.value),
+                expires_at_ms: it.expires_at_ms,
+            });
+            at += len;
+        }
+        img
+    }
+
+    fn bloom(&self) -> u64 {
+        self.items
+            .iter()
+            .fold(0, |b, h| b | bloom_bits(crate::hash_key(&h.key)))
+    }
+}
+
+fn bloom_bits(hash: u64) -> u64 {
+    1 << (hash >> 40 & 63) | 1 << (hash >> 46 & 63) | 1 << (hash >> 52 & 63)
+}
+
+/// A lookup's answer: the caller's tag and the value found, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The tag the lookup was given.
+    pub tag: u64,
+    /// The value and its expiry, if the bucket holds the key.
+    pub item: Option<(Bytes, u64)>,
+}
+
+/// Work queued on a busy bucket before its image is read.
+#[derive(Debug)]
+enum Step {
+    Lookup { tag: u64, key: Bytes },
+    Insert(Held),
+    Remove(Bytes),
+}
+
+/// A bucket with storage requests in flight.
+#[derive(Debug, Default)]
+struct Busy {
+    image: Option<Image>,
+    queued: VecDeque<Step>,
+    write: Option<IoId>,
+    /// The image changed since the last write was issued.
+    changed: bool,
+}
+
+/// Counters of the small-object cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SocStats {
+    /// Bucket reads issued.
+    pub reads: u64,
+    /// Bucket writes issued.
+    pub writes: u64,
+    /// Lookups answered "absent" by the Bloom filter, with no read.
+    pub bloom_rejects: u64,
+    /// Storage requests that failed.
+    pub io_errors: u64,
+}
+
+/// The small-object cache over `buckets` buckets from byte `base` of the volume.
+pub struct Soc {
+    base: u64,
+    buckets: u32,
+    generation: u64,
+    blooms: Vec<u64>,
+    poisoned: Vec<bool>,
+    busy: HashMap<u32, Busy>,
+    ios: HashMap<IoId, u32>,
+    stats: SocStats,
+}
+
+impl Soc {
+    /// An empty cache. `generation` tells this cache's buckets from those
+    /// an earlier run left on the volume (which read as empty).
+    pub fn new(base: u64, buckets: u32, generation: u64) -> Soc {
+        assert!(base.is_multiple_of(BLOCK_BYTES) && buckets > 0);
+        Soc {
+            base,
+            buckets,
+            generation,
+            blooms: vec![0; buckets as usize],
+            poisoned: vec![false; buckets as usize],
+            busy: HashMap::new(),
+            ios: HashMap::new(),
+            stats: SocStats::default(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> SocStats {
+        self.stats
+    }
+
+    fn bucket_of(&self, hash: u64) -> u32 {
+        (((hash & 0xffff_ffff) * self.buckets as u64) >> 32) as u32
+    }
+
+    fn offset(&self, b: u32) -> u64 {
+        self.base + b as u64 * BUCKET_BYTES as u64
+    }
+
+    /// Looks `key` up; the answer goes to `found` now or when a read ends.
+    pub fn lookup(&mut self, tag: u64, key: Bytes, io: &mut IoQueue, found: &mut Vec<Found>) {
+        let hash = crate::hash_key(&key);
+        let b = self.bucket_of(hash);
+        if let Some(busy) = self.busy.get_mut(&b) {
+            match &busy.image {
+                Some(img) => found.push(answer(img, tag, &key)),
+                None => busy.queued.push_back(Step::Lookup { tag, key }),
+            }
+            return;
+        }
+        if self.poisoned[b as usize]
+            || self.blooms[b as usize] & bloom_bits(hash) != bloom_bits(hash)
+        {
+            self.stats.bloom_rejects += !self.poisoned[b as usize] as u64;
+            found.push(Found { tag, item: None });
+            return;
+        }
+        self.start(b, None, Step::Lookup { tag, key }, io);
+    }
+
+    /// Whether the bucket of `key` may hold it (a removal would find work).
+    pub fn may_hold(&self, key: &[u8]) -> bool {
+        let hash = crate::hash_key(key);
+        let b = self.bucket_of(hash);
+        self.busy.contains_key(&b)
+            || (!self.poisoned[b as usize]
+                && self.blooms[b as usize] & bloom_bits(hash) == bloom_bits(hash))
+    }
+
+    /// Stores an item (it must fit a bucket), dropping older ones of its bucket.
+    pub fn insert(&mut self, key: Bytes, value: Bytes, expires_at_ms: u64, io: &mut IoQueue) {
+        let held = Held {
+            key,
+            value,
+            expires_at_ms,
+        };
+        self.change(Step::Insert(held), io);
+    }
+
+    /// Removes `key` if its bucket may hold it.
+    pub fn remove(&mut self, key: Bytes, io: &mut IoQueue) {
+        if self.may_hold(&key) {
+            self.change(Step::Remove(key), io);
+        }
+    }
+
+    fn change(&mut self, step: Step, io: &mut IoQueue) {
+        let key = match &step {
+            Step::Insert(h) => &h.key,
+            Step::Remove(k) => k,
+            Step::Lookup { .. } => unreachable!("a lookup is not a change"),
+        };
+        let b = self.bucket_of(crate::hash_key(key));
+        if let Some(busy) = self.busy.get_mut(&b) {
+            match busy.image.as_mut() {
+                Some(img) => {
+                    apply(img, step, &mut Vec::new());
+                    busy.changed = true;
+                    if busy.write.is_none() {
+                        self.write(b, io);
+                    }
+                }
+                None => busy.queued.push_back(step),
+            }
+            return;
+        }
+        // A poisoned bucket, or one whose filter is empty, holds nothing
+        // this cache wrote: start from an empty image without reading.
+        let known_empty = self.poisoned[b as usize] || self.blooms[b as usize] == 0;
+        self.start(b, known_empty.then(Image::default), step, io);
+    }
+
+    fn start(&mut self, b: u32, image: Option<Image>, step: Step, io: &mut IoQueue) {
+        let mut busy = Busy::default();
+        match image {
+            Some(mut img) => {
+                apply(&mut img, step, &mut Vec::new());
+                busy.image = Some(img);
+                busy.changed = true;
+                self.busy.insert(b, busy);
+                self.write(b, io);
+            }
+            None => {
+                busy.queued.push_back(step);
+                self.busy.insert(b, busy);
+                let id = io.push(
+                    self.offset(b),
+                    IoKind::Read {
+                        len_bytes: BUCKET_BYTES as u32,
+                    },
+                );
+                self.stats.reads += 1;
+                self.ios.insert(id, b);
+            }
+        }
+    }
+
+    fn write(&mut self, b: u32, io: &mut IoQueue) {
+        let offset = self.offset(b);
+        let busy = self.busy.get_mut(&b).expect("a busy bucket");
+        let data = busy
+            .image
+            .as_ref()
+            .expect("an image to write")
+            .encode(self.generation);
+        let id = io.push(offset, IoKind::Write { data });
+        busy.write = Some(id);
+        busy.changed = false;
+        self.stats.writes += 1;
+        self.ios.insert(id, b);
+    }
+
+    /// Takes the completion of request `id` if it is this cache's: `result`
+    /// holds the bytes read (empty for a write) or an errno.
+    pub fn complete(
+        &mut self,
+        id: IoId,
+        result: Result<&[u8], i32>,
+        io: &mut IoQueue,
+        found: &mut Vec<Found>,
+    ) -> bool {
+        let Some(b) = self.ios.remove(&id) else {
+            return false;
+        };
+        self.stats.io_errors += result.is_err() as u64;
+        let busy = self.busy.get_mut(&b).expect("a request of a busy bucket");
+        if busy.write == Some(id) {
+            busy.write = None;
+            self.poisoned[b as usize] = result.is_err();
+        } else {
+            assert!(
+                busy.image.is_none(),
+                "a read completed for a bucket with an image"
+            );
+            let mut img = match result {
+                Ok(bytes) => Image::decode(bytes, self.generation),
+                Err(_) => {
+                    self.poisoned[b as usize] = true;
+                    Image::default()
+                }
+            };
+            for step in busy.queued.drain(..) {
+                busy.changed |= !matches!(step, Step::Lookup { .. });
+                apply(&mut img, step, found);
+            }
+            busy.image = Some(img);
+        }
+        if busy.changed {
+            self.write(b, io);
+            return true;
+        }
+        let busy = self.busy.remove(&b).expect("busy");
+        self.blooms[b as usize] = busy.image.map_or(0, |img| img.bloom());
+        true
+    }
+}
+
+fn answer(img: &Image, tag: u64, key: &[u8]) -> Found {
+    Found {
+        tag,
+        item: img.find(key).map(|h| (h.value.clone(), h.expires_at_ms)),
+    }
+}
+
+fn apply(img: &mut Image, step: Step, found: &mut Vec<Found>) {
+    match step {
+        Step::Lookup { tag, key } => found.push(answer(img, tag, &key)),
+        Step::Insert(h) => img.insert(h),
+        Step::Remove(k) => {
+            img.remove(&k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_image_round_trips_and_a_foreign_one_reads_empty() {
+        let mut img = Image::default();
+        for i in 0..100u32 {
+            img.insert(Held {
+                key: Bytes::from(format!("key{i}")),
+                value: Bytes::from(vec![i as u8; 300]),
+                expires_at_ms: i as u64,
+            });
+        }
+        assert!(img.used_bytes() <= BUCKET_ITEM_BYTES);
+        assert_eq!(
+            img.items.last().map(|h| h.key.clone()),
+            Some(Bytes::from("key99"))
+        );
+        assert!(img.find(b"key0").is_none(), "the oldest went first");
+        let bytes = img.encode(7);
+        let back = Image::decode(&bytes, 7);
+        assert_eq!(back.items, img.items);
+        assert!(
+            Image::decode(&bytes, 8).items.is_empty(),
+            "another generation"
+        );
+        let mut torn = bytes.clone();
+        torn[100] ^= 1;
+        assert!(Image::decode(&torn, 7).items.is_empty());
+    }
+}

@@ -12,6 +12,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod kv_cmd;
 mod profiles;
 mod serve;
 mod trace_cmd;
@@ -96,6 +97,11 @@ enum Cmd {
     Trace {
         #[command(subcommand)]
         cmd: trace_cmd::TraceCmd,
+    },
+    /// The key-value layer: a cache on a volume behind the Redis protocol.
+    Kv {
+        #[command(subcommand)]
+        cmd: kv_cmd::KvCmd,
     },
     /// Serve a volume (TOML config) over NBD until SIGINT or SIGTERM.
     Serve {
@@ -186,6 +192,7 @@ fn main() {
             }
         }
         Cmd::Trace { cmd } => trace_cmd::run(cmd),
+        Cmd::Kv { cmd } => kv_cmd::run(cmd),
         Cmd::Serve {
             config,
             socket,

@@ -1,15 +1,22 @@
-//! tiermux NBD server: the engine's [`tiermux_engine::Volume`] behind the
-//! NBD protocol.
+//! tiermux network front ends: the engine's [`tiermux_engine::Volume`]
+//! behind the NBD protocol, and the key-value layer's cache on a volume
+//! behind the Redis protocol.
 //!
 //! - [`proto`]: the newstyle fixed handshake and request parsing;
 //! - [`fuzzing`]: entry points for the fuzz targets in `fuzz/`;
 //! - [`handshakes`]: the bounded pool of threads that run handshakes;
-//! - [`server`]: listeners and the event loop.
+//! - [`server`]: the NBD server as the event loop's front end;
+//! - [`sock`]: client sockets, listeners and connection buffers;
+//! - [`resp`]: the Redis protocol; [`kv`]: the key-value server.
 #![warn(missing_docs)]
 
 pub mod fuzzing;
 pub mod handshakes;
+pub mod kv;
+mod kv_commands;
 pub mod proto;
+pub mod resp;
 pub mod server;
+pub mod sock;
 
 pub use server::{Server, Shutdown};

@@ -9,11 +9,7 @@
 //! loop. A client that breaks framing (bad magic) is disconnected with a log
 //! line; a bad request (range, size, command, flags) gets an error reply.
 
-use std::collections::VecDeque;
-use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -27,63 +23,8 @@ use tiermux_engine::Volume;
 
 use crate::handshakes::HandshakePool;
 use crate::proto::{self, errno, Export, RequestHeader, REQUEST_BYTES};
-
-/// A connected client socket.
-pub enum Stream {
-    /// Unix domain.
-    Unix(UnixStream),
-    /// TCP.
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn fd(&self) -> RawFd {
-        match self {
-            Stream::Unix(s) => s.as_raw_fd(),
-            Stream::Tcp(s) => s.as_raw_fd(),
-        }
-    }
-    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_nonblocking(on),
-            Stream::Tcp(s) => s.set_nonblocking(on),
-        }
-    }
-    pub(crate) fn set_timeouts(&self, t: Option<std::time::Duration>) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => {
-                s.set_read_timeout(t)?;
-                s.set_write_timeout(t)
-            }
-            Stream::Tcp(s) => {
-                s.set_nodelay(true)?;
-                s.set_read_timeout(t)?;
-                s.set_write_timeout(t)
-            }
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(b),
-            Stream::Tcp(s) => s.read(b),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(b),
-            Stream::Tcp(s) => s.write(b),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
+pub use crate::sock::Stream;
+use crate::sock::Wire;
 
 /// Handle to stop a running server from another thread (or a signal).
 #[derive(Clone)]
@@ -135,23 +76,13 @@ pub struct LiveStats {
 pub const LIVE_INTERVAL_NS: u64 = 20_000_000;
 
 struct Conn {
-    stream: Stream,
+    wire: Wire,
     gen: u32,
-    /// Receive buffer; `rbuf[rpos..rend]` is received and not yet parsed.
-    /// Its length only grows when one request does not fit.
-    rbuf: Vec<u8>,
-    rpos: usize,
-    rend: usize,
     /// Payload bytes of an oversized write still to skip.
     discard: u64,
-    out: VecDeque<Vec<u8>>,
-    out_pos: usize,
     inflight: u32,
-    /// Bytes of queued replies and of the data of requests in flight.
-    held_bytes: u64,
-    closing: bool,
-    read_armed: bool,
-    write_armed: bool,
+    /// Bytes of the data of requests in flight.
+    data_bytes: u64,
 }
 
 struct Pending {
@@ -165,7 +96,13 @@ struct Pending {
 impl Conn {
     /// Whether the connection may start another request.
     fn can_take(&self) -> bool {
-        self.inflight < MAX_INFLIGHT_PER_CONN && self.held_bytes < MAX_HELD_BYTES_PER_CONN
+        self.inflight < MAX_INFLIGHT_PER_CONN && self.held_bytes() < MAX_HELD_BYTES_PER_CONN
+    }
+
+    /// Bytes the connection holds: replies not yet sent and the data of
+    /// its requests in flight.
+    fn held_bytes(&self) -> u64 {
+        self.wire.out_bytes + self.data_bytes
     }
 }
 
@@ -180,9 +117,6 @@ pub struct Server {
     /// Connections the handshake pool closed for want of room.
     handshakes_refused: Arc<std::sync::atomic::AtomicU64>,
 }
-
-/// Receive buffer per connection; it grows only to hold one larger request.
-const READ_CHUNK: usize = 256 << 10;
 
 /// Requests one connection may have in flight; beyond it the server stops
 /// reading that connection until replies go out (back-pressure through the
@@ -245,52 +179,7 @@ impl Server {
         let pool = HandshakePool::start(self.export.clone(), self.inbox.clone(), waker);
         self.handshakes_refused = pool.refused.clone();
         let accept = move |s: Stream| pool.offer(s);
-        // One accept loop per listener; `wrap` turns its sockets into
-        // `Stream`s.
-        fn accept_loop<S: Send + 'static>(
-            incoming: impl Iterator<Item = io::Result<S>> + Send + 'static,
-            wrap: fn(S) -> Stream,
-            flag: Arc<AtomicBool>,
-            accept: impl Fn(Stream) + Send + 'static,
-        ) {
-            std::thread::spawn(move || {
-                for s in incoming {
-                    if flag.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    match s {
-                        Ok(s) => accept(wrap(s)),
-                        Err(e) => eprintln!("tiermux: accept: {e}"),
-                    }
-                }
-            });
-        }
-        match &self.listen {
-            Listen::Unix(path) => {
-                if path.exists() {
-                    std::fs::remove_file(path)?;
-                }
-                let l = UnixListener::bind(path)?;
-                accept_loop(
-                    std::iter::repeat_with(move || l.accept().map(|(s, _)| s)),
-                    Stream::Unix,
-                    flag,
-                    accept,
-                );
-                Ok(format!("unix:{}", path.display()))
-            }
-            Listen::Tcp(addr) => {
-                let l = TcpListener::bind(addr)?;
-                let shown = format!("tcp:{}", l.local_addr()?);
-                accept_loop(
-                    std::iter::repeat_with(move || l.accept().map(|(s, _)| s)),
-                    Stream::Tcp,
-                    flag,
-                    accept,
-                );
-                Ok(shown)
-            }
-        }
+        crate::sock::spawn_listener(&self.listen, flag, accept)
     }
 
     /// Serves until shut down; then finishes in-flight requests, closes the
@@ -336,19 +225,11 @@ impl Connections<'_> {
     fn accept(&mut self, s: Stream, io: &mut Io<'_>) {
         self.server.stats.connections += 1;
         let conn = Conn {
-            stream: s,
+            wire: Wire::new(s),
             gen: self.next_gen,
-            rbuf: vec![0; READ_CHUNK],
-            rpos: 0,
-            rend: 0,
             discard: 0,
-            out: VecDeque::new(),
-            out_pos: 0,
             inflight: 0,
-            held_bytes: 0,
-            closing: false,
-            read_armed: false,
-            write_armed: false,
+            data_bytes: 0,
         };
         self.next_gen = self.next_gen.wrapping_add(1).max(1);
         let idx = match self.conns.iter().position(|c| c.is_none()) {
@@ -368,21 +249,12 @@ impl Connections<'_> {
     fn close_finished(&mut self) {
         let stopping = self.stopping;
         for slot in self.conns.iter_mut() {
-            let close = slot
-                .as_ref()
-                .is_some_and(|c| (c.closing || stopping) && c.inflight == 0 && c.out.is_empty());
+            let close = slot.as_ref().is_some_and(|c| {
+                (c.wire.closing || stopping) && c.inflight == 0 && !c.wire.has_output()
+            });
             if close {
-                // Shut the socket down first: an armed poll holds a
-                // reference that would otherwise keep it open.
                 if let Some(c) = slot.take() {
-                    match &c.stream {
-                        Stream::Unix(s) => {
-                            let _ = s.shutdown(std::net::Shutdown::Both);
-                        }
-                        Stream::Tcp(s) => {
-                            let _ = s.shutdown(std::net::Shutdown::Both);
-                        }
-                    }
+                    c.wire.shutdown();
                 }
             }
         }
@@ -398,7 +270,7 @@ impl Frontend for Connections<'_> {
             return;
         };
         c.inflight -= 1;
-        c.held_bytes -= p.bytes;
+        c.data_bytes -= p.bytes;
         let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error));
         let mut msg = Vec::with_capacity(16 + d.len as usize);
         msg.extend_from_slice(&header);
@@ -420,10 +292,10 @@ impl Frontend for Connections<'_> {
             return;
         };
         if writable {
-            conn.write_armed = false;
-            flush_out(conn, idx, io);
+            conn.wire.write_armed = false;
+            conn.wire.flush(conn_token(idx, gen, true), io);
         } else {
-            conn.read_armed = false;
+            conn.wire.read_armed = false;
             let mut ctx = Ctx {
                 pending: &mut self.pending,
                 stats: &mut self.server.stats,
@@ -470,7 +342,7 @@ impl Connections<'_> {
         let stopping = self.stopping;
         for (idx, slot) in self.conns.iter_mut().enumerate() {
             let Some(c) = slot.as_mut() else { continue };
-            if c.read_armed || c.closing || !c.can_take() {
+            if c.wire.read_armed || c.wire.closing || !c.can_take() {
                 continue;
             }
             let mut ctx = Ctx {
@@ -497,49 +369,11 @@ fn split_conn_token(t: u64) -> (usize, u32, bool) {
 }
 
 fn arm_read(c: &mut Conn, idx: usize, io: &mut Io<'_>) {
-    if !c.read_armed && !c.closing {
-        c.read_armed = true;
-        io.poll(c.stream.fd(), false, conn_token(idx, c.gen, false));
-    }
+    c.wire.arm_read(conn_token(idx, c.gen, false), io);
 }
 
 fn queue_reply(c: &mut Conn, msg: Vec<u8>, idx: usize, io: &mut Io<'_>) {
-    c.held_bytes += msg.len() as u64;
-    c.out.push_back(msg);
-    if !c.write_armed {
-        flush_out(c, idx, io);
-    }
-}
-
-/// Sends queued replies until the socket would block (then polls for
-/// writability) or the queue is empty.
-fn flush_out(c: &mut Conn, idx: usize, io: &mut Io<'_>) {
-    while let Some(front) = c.out.front() {
-        match c.stream.write(&front[c.out_pos..]) {
-            Ok(n) => {
-                c.out_pos += n;
-                if c.out_pos == front.len() {
-                    c.held_bytes -= front.len() as u64;
-                    c.out.pop_front();
-                    c.out_pos = 0;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                c.write_armed = true;
-                io.poll(c.stream.fd(), true, conn_token(idx, c.gen, true));
-                return;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => {
-                // The client is gone: drop what it will never read.
-                c.held_bytes -= c.out.iter().map(|m| m.len() as u64).sum::<u64>();
-                c.out.clear();
-                c.out_pos = 0;
-                c.closing = true;
-                return;
-            }
-        }
-    }
+    c.wire.send(msg, conn_token(idx, c.gen, true), io);
 }
 
 fn reply_now(c: &mut Conn, idx: usize, handle: u64, err: u32, io: &mut Io<'_>) {
@@ -548,55 +382,15 @@ fn reply_now(c: &mut Conn, idx: usize, handle: u64, err: u32, io: &mut Io<'_>) {
 
 /// Reads what the socket has and starts every complete request.
 fn read_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
-    let eof = receive(c);
+    let eof = c.wire.receive();
     parse_requests(c, idx, io, ctx, stopping);
     if eof {
-        c.closing = true;
+        c.wire.closing = true;
     } else if c.can_take() {
         arm_read(c, idx, io); // nothing when closing
     }
     // Otherwise the connection pauses: `before_wait` resumes it once
     // replies have gone out.
-}
-
-/// Compacts the receive buffer, then reads until the socket would block or
-/// a short read shows that it is drained (the re-armed poll catches
-/// anything that arrives after); returns true at end of stream or error.
-fn receive(c: &mut Conn) -> bool {
-    if c.rpos > 0 {
-        c.rbuf.copy_within(c.rpos..c.rend, 0);
-        c.rend -= c.rpos;
-        c.rpos = 0;
-    }
-    if c.rend == 0 && c.rbuf.len() > 4 * READ_CHUNK {
-        // A large write grew the buffer; give the memory back.
-        c.rbuf = vec![0; READ_CHUNK];
-    }
-    let mut eof = false;
-    loop {
-        if c.rend == c.rbuf.len() {
-            break; // parse this much; the re-armed poll fires for the rest
-        }
-        match c.stream.read(&mut c.rbuf[c.rend..]) {
-            Ok(0) => {
-                eof = true;
-                break;
-            }
-            Ok(n) => {
-                c.rend += n;
-                if c.rend < c.rbuf.len() {
-                    break;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => {
-                eof = true;
-                break;
-            }
-        }
-    }
-    eof
 }
 
 /// Starts every complete request in the receive buffer; skips the payload
@@ -607,17 +401,17 @@ fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, 
             break;
         }
         if c.discard > 0 {
-            let skip = (c.discard as usize).min(c.rend - c.rpos);
-            c.rpos += skip;
+            let skip = (c.discard as usize).min(c.wire.rend - c.wire.rpos);
+            c.wire.rpos += skip;
             c.discard -= skip as u64;
             if c.discard > 0 {
                 break;
             }
         }
-        if c.rend - c.rpos < REQUEST_BYTES {
+        if c.wire.rend - c.wire.rpos < REQUEST_BYTES {
             break;
         }
-        let hb: [u8; REQUEST_BYTES] = c.rbuf[c.rpos..c.rpos + REQUEST_BYTES]
+        let hb: [u8; REQUEST_BYTES] = c.wire.rbuf[c.wire.rpos..c.wire.rpos + REQUEST_BYTES]
             .try_into()
             .expect("header");
         let h = match proto::parse_request(&hb) {
@@ -625,15 +419,15 @@ fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, 
             Err(e) => {
                 eprintln!("tiermux: client broke the protocol ({e}); disconnecting");
                 ctx.stats.protocol_violations += 1;
-                c.closing = true;
-                c.rpos = 0;
-                c.rend = 0;
+                c.wire.closing = true;
+                c.wire.rpos = 0;
+                c.wire.rend = 0;
                 return;
             }
         };
         if h.kind == proto::CMD_WRITE {
             if h.length > MAX_REQUEST_BYTES {
-                c.rpos += REQUEST_BYTES;
+                c.wire.rpos += REQUEST_BYTES;
                 c.discard = h.length as u64;
                 ctx.stats.bad_requests += 1;
                 eprintln!(
@@ -644,21 +438,16 @@ fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, 
                 continue;
             }
             let need = REQUEST_BYTES + h.length as usize;
-            if c.rend - c.rpos < need {
+            if c.wire.rend - c.wire.rpos < need {
                 // Wait for the payload, with room for all of it.
-                if c.rbuf.len() - c.rpos < need {
-                    c.rbuf.copy_within(c.rpos..c.rend, 0);
-                    c.rend -= c.rpos;
-                    c.rpos = 0;
-                    c.rbuf.resize(need.max(c.rbuf.len()), 0);
-                }
+                c.wire.reserve_message(need);
                 break;
             }
         }
-        c.rpos += REQUEST_BYTES;
+        c.wire.rpos += REQUEST_BYTES;
         let payload = if h.kind == proto::CMD_WRITE {
-            let p = c.rbuf[c.rpos..c.rpos + h.length as usize].to_vec();
-            c.rpos += h.length as usize;
+            let p = c.wire.rbuf[c.wire.rpos..c.wire.rpos + h.length as usize].to_vec();
+            c.wire.rpos += h.length as usize;
             Some(p)
         } else {
             None
@@ -668,7 +457,7 @@ fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, 
             continue;
         }
         start_request(c, idx, h, payload, io, ctx);
-        if c.closing {
+        if c.wire.closing {
             break;
         }
     }
@@ -761,10 +550,10 @@ fn start_request(
                 bytes,
             });
             c.inflight += 1;
-            c.held_bytes += bytes;
+            c.data_bytes += bytes;
             io.submit(id as u64, req);
         }
-        Decoded::Disconnect => c.closing = true,
+        Decoded::Disconnect => c.wire.closing = true,
         Decoded::Bad(err, why) => {
             ctx.stats.bad_requests += 1;
             eprintln!("tiermux: bad request (handle {:#x}): {why}", h.handle);

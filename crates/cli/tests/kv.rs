@@ -1,0 +1,280 @@
+//! `tiermux kv serve` with real Redis clients: redis-benchmark with
+//! pipelining, the Python `redis` library checked against a model, and
+//! malformed traffic that must cost only its own connection.
+//!
+//! The clients come from the Debian packages redis-tools and python3-redis,
+//! which `.ci/run` installs. Without them these tests fail (set
+//! TIERMUX_SKIP_REDIS_CLIENTS=1 to skip them).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const CONFIG: &str = r#"
+size = "128MiB"
+
+[[device]]
+name = "fast"
+path = "fast.img"
+size = "32MiB"
+
+[[device]]
+name = "slow"
+path = "slow.img"
+
+[policy]
+name = "nhc"
+
+[kv]
+listen = "tcp:127.0.0.1:0"
+dram = "1MiB"
+region = "1MiB"
+"#;
+
+struct Served {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path) -> Served {
+    std::fs::write(dir.join("kv.toml"), CONFIG).expect("config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
+        .args(["kv", "serve", "kv.toml"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("tiermux runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("a line");
+    let port = line
+        .trim()
+        .strip_prefix("tiermux kv: listening on tcp:127.0.0.1:")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("server said: {line}"));
+    Served { child, port }
+}
+
+fn have_clients() -> bool {
+    let bench = Command::new("redis-benchmark")
+        .arg("--version")
+        .output()
+        .is_ok();
+    let py = Command::new("/usr/bin/python3")
+        .args(["-c", "import redis"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if bench && py {
+        return true;
+    }
+    if std::env::var_os("TIERMUX_SKIP_REDIS_CLIENTS").is_some() {
+        eprintln!("skipped: redis-benchmark or python3-redis missing");
+        return false;
+    }
+    panic!("missing redis-benchmark or python3-redis: install redis-tools and python3-redis (bash .ci/run does), or set TIERMUX_SKIP_REDIS_CLIENTS=1");
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("tiermux-kv-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn talk(s: &mut TcpStream, send: &[u8]) -> String {
+    s.write_all(send).expect("send");
+    let mut buf = vec![0; 4096];
+    let n = s.read(&mut buf).expect("reply");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn redis_benchmark_runs_get_and_set_with_pipelining() {
+    if !have_clients() {
+        return;
+    }
+    let dir = tempdir("bench");
+    let s = serve(&dir);
+    let out = Command::new("redis-benchmark")
+        .args([
+            "-p",
+            &s.port.to_string(),
+            "-t",
+            "set,get",
+            "-n",
+            "20000",
+            "-P",
+            "16",
+        ])
+        .args(["-c", "8", "-r", "20000", "-d", "512", "-q", "--csv"])
+        .output()
+        .expect("redis-benchmark runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "redis-benchmark failed: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for test in ["\"SET\"", "\"GET\""] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(test))
+            .unwrap_or_else(|| panic!("no {test} row in {text}"));
+        let rps: f64 = row
+            .split(',')
+            .nth(1)
+            .and_then(|f| f.trim_matches('"').parse().ok())
+            .expect("a rate");
+        assert!(rps > 1000.0, "{test}: {rps} requests per second");
+    }
+    let mut c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    let info = talk(&mut c, b"INFO\r\n");
+    let field = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+    };
+    assert!(
+        field("get_commands") >= 20_000 && field("set_commands") >= 20_000,
+        "{info}"
+    );
+    assert!(
+        field("to_small_object_cache") > 0,
+        "the DRAM cache never spilled to flash: {info}"
+    );
+}
+
+const MODEL_SCRIPT: &str = r#"
+import random, sys, time, redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+rng = random.Random(7)
+model = {}
+hits = gets = 0
+for i in range(6000):
+    key = "k%d" % rng.randrange(400)
+    op = rng.random()
+    if op < 0.45:
+        size = rng.choice([rng.randrange(1, 300), rng.randrange(3000, 40000)])
+        value = (("%d:" % i) * (size // 4 + 1)).encode()[:size]
+        assert r.set(key, value) is True
+        model[key] = value
+    elif op < 0.9:
+        got = r.get(key)
+        gets += key in model
+        if got is not None:
+            hits += 1
+            assert got == model.get(key), "GET %s returned a value it never held" % key
+    elif op < 0.95:
+        n = r.delete(key)
+        assert n in (0, 1) and (n == 0 or key in model)
+        model.pop(key, None)
+    else:
+        keys = ["k%d" % rng.randrange(400) for _ in range(5)]
+        for k, got in zip(keys, r.mget(keys)):
+            assert got is None or got == model.get(k), "MGET %s" % k
+r.set("short", b"lived", px=50)
+assert r.get("short") == b"lived"
+time.sleep(0.2)
+assert r.get("short") is None, "an expired key was returned"
+assert r.exists("short") == 0
+try:
+    r.execute_command("NOSUCH", "x")
+    raise SystemExit("an unknown command was accepted")
+except redis.exceptions.ResponseError as e:
+    assert "unknown command" in str(e)
+print("hits", hits, "gets", gets)
+# Everything fits: only a key pushed out of a full 4 KiB bucket may miss.
+assert hits >= 0.98 * gets, (hits, gets)
+"#;
+
+#[test]
+fn a_python_client_reads_what_it_wrote() {
+    if !have_clients() {
+        return;
+    }
+    let dir = tempdir("python");
+    let s = serve(&dir);
+    std::fs::write(dir.join("model.py"), MODEL_SCRIPT).expect("script");
+    let out = Command::new("/usr/bin/python3")
+        .arg(dir.join("model.py"))
+        .arg(s.port.to_string())
+        .output()
+        .expect("python runs");
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "python client: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn malformed_protocol_closes_only_its_own_connection() {
+    let dir = tempdir("bad");
+    let s = serve(&dir);
+    let mut good = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    good.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    assert_eq!(talk(&mut good, b"PING\r\n"), "+PONG\r\n");
+    for bad in [
+        &b"*1\r\n$-5\r\n"[..],
+        b"*x\r\n",
+        b"*1\r\n$99999999999\r\n",
+        b"*1\r\n:1\r\n",
+    ] {
+        let mut c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let reply = talk(&mut c, bad);
+        assert!(
+            reply.starts_with("-ERR Protocol error"),
+            "{reply:?} for {:?}",
+            bad.escape_ascii().to_string()
+        );
+        let mut rest = Vec::new();
+        c.read_to_end(&mut rest)
+            .expect("the server closes the connection");
+    }
+    // Errors that keep the connection: unknown commands, wrong arity, a
+    // value larger than the cache stores, a bad expiry.
+    let big = vec![b'v'; 2 << 20];
+    let mut set_big = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n", big.len()).into_bytes();
+    set_big.extend_from_slice(&big);
+    set_big.extend_from_slice(b"\r\n");
+    for (send, expect) in [
+        (&b"FLUSHALL\r\n"[..], "-ERR unknown command 'FLUSHALL'"),
+        (
+            b"GET\r\n",
+            "-ERR wrong number of arguments for 'get' command",
+        ),
+        (
+            &set_big[..],
+            "-ERR value of 2097152 bytes is larger than the cache stores",
+        ),
+        (b"SET k v EX -1\r\n", "-ERR invalid expire time"),
+        (b"SET k v KEEPTTL\r\n", "-ERR syntax error"),
+    ] {
+        let mut reply = talk(&mut good, send);
+        while !reply.ends_with("\r\n") {
+            reply += &talk(&mut good, b"");
+        }
+        assert!(reply.starts_with(expect), "{reply:?}, expected {expect:?}");
+    }
+    assert_eq!(
+        talk(&mut good, b"SET k v\r\nGET k\r\n").replace("\r\n", "|"),
+        "+OK|$1|v|"
+    );
+}

@@ -1,0 +1,480 @@
+//! The key-value server: a [`Cache`] on the engine's volume behind the
+//! Redis protocol, as the event loop's front end. Commands: GET, SET (with
+//! EX/PX), DEL, EXISTS, MGET, PING, ECHO, INFO, CONFIG GET, QUIT.
+//!
+//! Each connection's replies go out in the order of its commands, however
+//! their storage requests finish; a command of many keys (MGET, DEL k1 k2)
+//! is one cache command per key, gathered into one reply. Malformed
+//! protocol gets an error reply and closes that connection only; a bad
+//! command gets an error reply and the connection goes on.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tiermux_engine::config::Listen;
+use tiermux_engine::reactor::Waker;
+use tiermux_engine::runtime::{Flow, Frontend, Io, Runtime};
+use tiermux_engine::slab::Slab;
+use tiermux_engine::volume::{Done, Request};
+use tiermux_kv::{Cache, CacheStats, IoKind, Reply};
+
+use crate::resp;
+use crate::sock::{spawn_listener, Stream, Wire};
+
+/// Commands one connection may have in flight before the server stops
+/// reading from it.
+pub const MAX_COMMANDS_PER_CONN: usize = 1024;
+/// Reply bytes one connection may hold unsent before the server stops
+/// reading from it.
+pub const MAX_OUT_BYTES_PER_CONN: u64 = 64 << 20;
+
+/// Counters of a key-value server run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KvServerStats {
+    /// Connections accepted.
+    pub connections: u64,
+    /// Commands answered.
+    pub commands: u64,
+    /// Commands answered with an error (unknown, wrong arguments, too large).
+    pub bad_commands: u64,
+    /// Connections closed for breaking the protocol.
+    pub protocol_errors: u64,
+    /// Storage requests that failed.
+    pub io_errors: u64,
+    /// The cache's counters.
+    pub cache: CacheStats,
+}
+
+/// A listening key-value server for one cache.
+pub struct KvServer {
+    listen: Listen,
+    stop: Arc<AtomicBool>,
+    waker: Arc<Mutex<Option<Waker>>>,
+    inbox: Arc<Mutex<Vec<Stream>>>,
+    cache: Cache,
+    stats: KvServerStats,
+}
+
+/// Handle to stop a running key-value server from another thread.
+#[derive(Clone)]
+pub struct KvShutdown {
+    stop: Arc<AtomicBool>,
+    waker: Arc<Mutex<Option<Waker>>>,
+}
+
+impl KvShutdown {
+    /// Asks the server to answer what is in flight and return.
+    pub fn trigger(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(w) = self.waker.lock().expect("waker").as_ref() {
+            w.wake();
+        }
+    }
+}
+
+impl KvServer {
+    /// A server for `cache` on `listen`.
+    pub fn new(listen: Listen, cache: Cache) -> KvServer {
+        KvServer {
+            listen,
+            stop: Arc::new(AtomicBool::new(false)),
+            waker: Arc::new(Mutex::new(None)),
+            inbox: Arc::new(Mutex::new(Vec::new())),
+            cache,
+            stats: KvServerStats::default(),
+        }
+    }
+
+    /// A handle that stops the server.
+    pub fn shutdown_handle(&self) -> KvShutdown {
+        KvShutdown {
+            stop: self.stop.clone(),
+            waker: self.waker.clone(),
+        }
+    }
+
+    /// Binds the listener; returns the address bound.
+    pub fn bind(&mut self, waker: Waker) -> std::io::Result<String> {
+        *self.waker.lock().expect("waker") = Some(waker.clone());
+        let inbox = self.inbox.clone();
+        let accept = move |s: Stream| {
+            inbox.lock().expect("inbox").push(s);
+            waker.wake();
+        };
+        spawn_listener(&self.listen, self.stop.clone(), accept)
+    }
+
+    /// Serves until shut down.
+    pub fn run(&mut self, rt: &mut Runtime) -> anyhow::Result<KvServerStats> {
+        let size = rt.volume().size_bytes();
+        anyhow::ensure!(
+            self.cache.config().volume_bytes <= size,
+            "the cache needs {} bytes and the volume has {size}",
+            self.cache.config().volume_bytes
+        );
+        let mut f = Front {
+            server: self,
+            conns: Vec::new(),
+            routes: Slab::new(),
+            next_gen: 1,
+            stopping: false,
+        };
+        rt.run(&mut f)?;
+        if let Listen::Unix(p) = &self.listen {
+            let _ = std::fs::remove_file(p);
+        }
+        self.stats.cache = self.cache.stats();
+        Ok(self.stats)
+    }
+}
+
+/// A reply being gathered from the answers of its cache commands.
+pub(crate) enum ReplyShape {
+    /// Written already (errors, PING, SET's +OK).
+    Ready(Vec<u8>),
+    /// One bulk string (GET).
+    Value(Option<Bytes>),
+    /// An array of bulk strings (MGET), `left` answers still to come.
+    Values(Vec<Option<Bytes>>),
+    /// A sum of counts (DEL, EXISTS).
+    Count(i64),
+    /// +OK once done (SET).
+    Ok,
+}
+
+struct Pending {
+    gather: ReplyShape,
+    left: usize,
+    error: Option<String>,
+}
+
+struct Conn {
+    wire: Wire,
+    gen: u32,
+    /// Replies in command order; the front one goes out when complete.
+    replies: VecDeque<Pending>,
+    /// Sequence number of `replies[0]`.
+    first_seq: u64,
+}
+
+impl Conn {
+    fn can_take(&self) -> bool {
+        self.replies.len() < MAX_COMMANDS_PER_CONN && self.wire.out_bytes < MAX_OUT_BYTES_PER_CONN
+    }
+}
+
+/// Where a cache command's answer goes: connection, its generation, the
+/// reply's sequence number and the part (key index) within it.
+#[derive(Clone, Copy)]
+struct Route {
+    conn: usize,
+    gen: u32,
+    seq: u64,
+    part: usize,
+}
+
+struct Front<'a> {
+    server: &'a mut KvServer,
+    conns: Vec<Option<Conn>>,
+    routes: Slab<Route>,
+    next_gen: u32,
+    stopping: bool,
+}
+
+fn token(idx: usize, gen: u32, writable: bool) -> u64 {
+    assert!(idx < 1 << 22, "too many connections");
+    (idx as u64) << 33 | (gen as u64) << 1 | writable as u64
+}
+
+fn split_token(t: u64) -> (usize, u32, bool) {
+    ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1)
+}
+
+fn now_ms(io: &Io<'_>) -> u64 {
+    io.now_ns() / 1_000_000 + 1
+}
+
+impl Frontend for Front<'_> {
+    fn on_done(&mut self, d: Done, io: &mut Io<'_>) {
+        let result = match (&d.data, d.error) {
+            (_, e) if e != 0 => Err(e),
+            (Some(buf), _) => Ok(&buf[d.data_offset..d.data_offset + d.len as usize]),
+            (None, _) => Ok(&[][..]),
+        };
+        self.server.stats.io_errors += result.is_err() as u64;
+        self.server.cache.complete(d.id, result);
+        self.pump(io);
+    }
+
+    fn on_ready(&mut self, t: u64, _result: i32, io: &mut Io<'_>) {
+        let (idx, gen, writable) = split_token(t);
+        let Some(c) = self
+            .conns
+            .get_mut(idx)
+            .and_then(|c| c.as_mut())
+            .filter(|c| c.gen == gen)
+        else {
+            return;
+        };
+        if writable {
+            c.wire.write_armed = false;
+            c.wire.flush(token(idx, gen, true), io);
+        } else {
+            c.wire.read_armed = false;
+            self.read(idx, io);
+        }
+        self.pump(io);
+    }
+
+    fn on_wake(&mut self, io: &mut Io<'_>) {
+        let new: Vec<Stream> = std::mem::take(&mut *self.server.inbox.lock().expect("inbox"));
+        for s in new {
+            if self.stopping {
+                continue;
+            }
+            self.server.stats.connections += 1;
+            let conn = Conn {
+                wire: Wire::new(s),
+                gen: self.next_gen,
+                replies: VecDeque::new(),
+                first_seq: 0,
+            };
+            self.next_gen = self.next_gen.wrapping_add(1).max(1);
+            let idx = match self.conns.iter().position(|c| c.is_none()) {
+                Some(i) => i,
+                None => {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                }
+            };
+            let c = self.conns[idx].insert(conn);
+            c.wire.arm_read(token(idx, c.gen, false), io);
+        }
+    }
+
+    fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
+        // Resume connections paused at their limits that are below them now.
+        for idx in 0..self.conns.len() {
+            let resume = self.conns[idx]
+                .as_ref()
+                .is_some_and(|c| !c.wire.read_armed && !c.wire.closing && c.can_take());
+            if resume {
+                self.read(idx, io);
+            }
+        }
+        self.pump(io);
+        let stopping = self.stopping;
+        for slot in self.conns.iter_mut() {
+            let done = slot.as_ref().is_some_and(|c| {
+                (c.wire.closing || stopping) && c.replies.is_empty() && !c.wire.has_output()
+            });
+            if done {
+                if let Some(c) = slot.take() {
+                    c.wire.shutdown();
+                }
+            }
+        }
+        if self.server.stop.load(Ordering::SeqCst) {
+            self.stopping = true;
+        }
+        let idle = self.server.cache.io_in_flight() == 0;
+        if self.stopping && idle && self.conns.iter().all(|c| c.is_none()) {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+impl Front<'_> {
+    /// Reads what connection `idx` sent and starts its complete commands.
+    fn read(&mut self, idx: usize, io: &mut Io<'_>) {
+        let stopping = self.stopping;
+        let Some(c) = self.conns[idx].as_mut() else {
+            return;
+        };
+        let eof = c.wire.receive();
+        self.parse(idx, io);
+        // Replies the cache answered at once (DRAM hits, sets, errors).
+        self.pump(io);
+        self.send_ready(idx, io);
+        let c = self.conns[idx].as_mut().expect("the connection read");
+        if eof || stopping {
+            c.wire.closing = true;
+        } else if c.can_take() {
+            c.wire.arm_read(token(idx, c.gen, false), io);
+        }
+    }
+
+    fn parse(&mut self, idx: usize, io: &mut Io<'_>) {
+        loop {
+            let c = self.conns[idx].as_mut().expect("a connection");
+            if !c.can_take() || c.wire.closing {
+                return;
+            }
+            let buf = c.wire.unparsed();
+            match resp::parse_command(buf) {
+                Ok(None) => {
+                    if buf.len() == c.wire.rbuf.len() - c.wire.rpos {
+                        // A message larger than the buffer: make room.
+                        let need = c.wire.rbuf.len() * 2;
+                        c.wire.reserve_message(need);
+                    }
+                    return;
+                }
+                Ok(Some(resp::Parsed { args: ranges, used })) => {
+                    let base = c.wire.rpos;
+                    let args: Vec<Bytes> = ranges
+                        .into_iter()
+                        .map(|r| Bytes::copy_from_slice(&c.wire.rbuf[base + r.start..base + r.end]))
+                        .collect();
+                    c.wire.rpos += used;
+                    if !args.is_empty() {
+                        self.command(idx, args, io);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("tiermux kv: client broke the protocol ({e}); disconnecting");
+                    self.server.stats.protocol_errors += 1;
+                    let mut out = Vec::new();
+                    resp::error(&mut out, &format!("ERR {e}"));
+                    let c = self.conns[idx].as_mut().expect("a connection");
+                    c.replies.push_back(Pending {
+                        gather: ReplyShape::Ready(out),
+                        left: 0,
+                        error: None,
+                    });
+                    c.wire.closing = true;
+                    c.wire.rpos = c.wire.rend;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Starts one command of connection `idx`.
+    fn command(&mut self, idx: usize, args: Vec<Bytes>, io: &mut Io<'_>) {
+        let now = now_ms(io);
+        let c = self.conns[idx].as_mut().expect("a connection");
+        let seq = c.first_seq + c.replies.len() as u64;
+        let gen = c.gen;
+        let (gather, cmds) = match crate::kv_commands::decode(&args, now, &self.server.cache) {
+            Ok(d) => d,
+            Err(msg) => {
+                self.server.stats.bad_commands += 1;
+                let mut out = Vec::new();
+                resp::error(&mut out, &msg);
+                (ReplyShape::Ready(out), Vec::new())
+            }
+        };
+        if matches!(gather, ReplyShape::Ready(_)) && args[0].eq_ignore_ascii_case(b"QUIT") {
+            c.wire.closing = true;
+        }
+        let left = cmds.len();
+        c.replies.push_back(Pending {
+            gather,
+            left,
+            error: None,
+        });
+        self.server.stats.commands += 1;
+        for (part, cmd) in cmds.into_iter().enumerate() {
+            let route = Route {
+                conn: idx,
+                gen,
+                seq,
+                part,
+            };
+            let tag = self.routes.insert(route) as u64;
+            self.server.cache.submit(tag, cmd, now);
+        }
+    }
+
+    /// Hands the cache's storage requests to the volume, routes its
+    /// replies, and sends every connection's completed replies in order.
+    fn pump(&mut self, io: &mut Io<'_>) {
+        while let Some(req) = self.server.cache.pop_io() {
+            let r = match req.kind {
+                IoKind::Read { len_bytes } => Request::Read {
+                    offset: req.offset,
+                    len: len_bytes,
+                },
+                IoKind::Write { data } => Request::Write {
+                    offset: req.offset,
+                    data,
+                    fua: false,
+                },
+            };
+            io.submit(req.id, r);
+        }
+        let mut touched = Vec::new();
+        while let Some((tag, reply)) = self.server.cache.pop_reply() {
+            let r = self
+                .routes
+                .remove(tag as usize)
+                .expect("a route for every cache command");
+            let Some(c) = self
+                .conns
+                .get_mut(r.conn)
+                .and_then(|c| c.as_mut())
+                .filter(|c| c.gen == r.gen)
+            else {
+                continue;
+            };
+            let p = &mut c.replies[(r.seq - c.first_seq) as usize];
+            p.left -= 1;
+            absorb(p, r.part, reply);
+            touched.push(r.conn);
+        }
+        touched.dedup();
+        for idx in touched {
+            self.send_ready(idx, io);
+        }
+    }
+
+    fn send_ready(&mut self, idx: usize, io: &mut Io<'_>) {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return;
+        };
+        let mut out = Vec::new();
+        while c.replies.front().is_some_and(|p| p.left == 0) {
+            let p = c.replies.pop_front().expect("a reply");
+            c.first_seq += 1;
+            encode(p, &mut out);
+        }
+        if !out.is_empty() {
+            c.wire.send(out, token(idx, c.gen, true), io);
+        }
+    }
+}
+
+fn absorb(p: &mut Pending, part: usize, reply: Reply) {
+    match (reply, &mut p.gather) {
+        (Reply::Error(e), _) => p.error = Some(e),
+        (Reply::Value(v), ReplyShape::Value(slot)) => *slot = v,
+        (Reply::Value(v), ReplyShape::Values(vs)) => vs[part] = v,
+        (Reply::Count(n), ReplyShape::Count(sum)) => *sum += n as i64,
+        (Reply::Stored, ReplyShape::Ok) => {}
+        (reply, _) => unreachable!("reply {reply:?} to a command that does not expect it"),
+    }
+}
+
+fn encode(p: Pending, out: &mut Vec<u8>) {
+    if let Some(e) = p.error {
+        resp::error(out, &format!("ERR {e}"));
+        return;
+    }
+    match p.gather {
+        ReplyShape::Ready(bytes) => out.extend_from_slice(&bytes),
+        ReplyShape::Value(v) => resp::bulk(out, v.as_deref()),
+        ReplyShape::Values(vs) => {
+            resp::array_header(out, vs.len());
+            for v in vs {
+                resp::bulk(out, v.as_deref());
+            }
+        }
+        ReplyShape::Count(n) => resp::integer(out, n),
+        ReplyShape::Ok => resp::simple(out, "OK"),
+    }
+}

@@ -1,0 +1,168 @@
+//! The Redis commands the key-value server takes, decoded into cache
+//! commands and the shape of their reply. Every refusal is a message in
+//! Redis's words ("ERR wrong number of arguments for 'get' command").
+
+use bytes::Bytes;
+use tiermux_kv::{Cache, Command};
+
+use crate::kv::ReplyShape;
+use crate::resp;
+
+fn arity(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+fn upper(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_uppercase()
+}
+
+/// What a command asks of the cache and how its reply is shaped; an error
+/// message for a command that cannot run.
+pub(crate) fn decode(
+    args: &[Bytes],
+    now_ms: u64,
+    cache: &Cache,
+) -> Result<(ReplyShape, Vec<Command>), String> {
+    let name = upper(&args[0]);
+    let rest = &args[1..];
+    let ready = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut out = Vec::new();
+        f(&mut out);
+        Ok((ReplyShape::Ready(out), Vec::new()))
+    };
+    match name.as_str() {
+        "GET" => match rest {
+            [key] => Ok((
+                ReplyShape::Value(None),
+                vec![Command::Get { key: key.clone() }],
+            )),
+            _ => Err(arity("get")),
+        },
+        "MGET" if !rest.is_empty() => {
+            let cmds = rest
+                .iter()
+                .map(|k| Command::Get { key: k.clone() })
+                .collect();
+            Ok((ReplyShape::Values(vec![None; rest.len()]), cmds))
+        }
+        "DEL" | "EXISTS" if !rest.is_empty() => {
+            let del = name == "DEL";
+            let cmds = rest
+                .iter()
+                .map(|k| {
+                    if del {
+                        Command::Del { key: k.clone() }
+                    } else {
+                        Command::Exists { key: k.clone() }
+                    }
+                })
+                .collect();
+            Ok((ReplyShape::Count(0), cmds))
+        }
+        "SET" if rest.len() >= 2 => {
+            let expires_at_ms = set_expiry(&rest[2..], now_ms)?;
+            let (key, value) = (rest[0].clone(), rest[1].clone());
+            if value.len() > cache.max_value_bytes(key.len()) {
+                return Err(format!(
+                    "ERR value of {} bytes is larger than the cache stores ({} bytes)",
+                    value.len(),
+                    cache.max_value_bytes(key.len())
+                ));
+            }
+            Ok((
+                ReplyShape::Ok,
+                vec![Command::Set {
+                    key,
+                    value,
+                    expires_at_ms,
+                }],
+            ))
+        }
+        "PING" => match rest {
+            [] => ready(&|o| resp::simple(o, "PONG")),
+            [msg] => ready(&|o| resp::bulk(o, Some(msg))),
+            _ => Err(arity("ping")),
+        },
+        "ECHO" => match rest {
+            [msg] => ready(&|o| resp::bulk(o, Some(msg))),
+            _ => Err(arity("echo")),
+        },
+        "QUIT" => ready(&|o| resp::simple(o, "OK")),
+        "INFO" => {
+            let text = info(cache);
+            ready(&|o| resp::bulk(o, Some(text.as_bytes())))
+        }
+        "CONFIG" if rest.len() == 2 && upper(&rest[0]) == "GET" => {
+            // Clients read a few settings at start (redis-benchmark reads
+            // `save` and `appendonly`): this server keeps nothing to disk.
+            let value: &[u8] = if rest[1].eq_ignore_ascii_case(b"appendonly") {
+                b"no"
+            } else {
+                b""
+            };
+            ready(&|o| {
+                resp::array_header(o, 2);
+                resp::bulk(o, Some(&rest[1]));
+                resp::bulk(o, Some(value));
+            })
+        }
+        "CONFIG" => Err("ERR only CONFIG GET with one parameter is supported".into()),
+        "MGET" | "DEL" | "EXISTS" | "SET" => Err(arity(&name.to_ascii_lowercase())),
+        "SCAN" => Err("ERR SCAN needs a key-value store; this server runs a cache".into()),
+        _ => {
+            let shown: String = String::from_utf8_lossy(&args[0]).chars().take(64).collect();
+            Err(format!("ERR unknown command '{shown}'"))
+        }
+    }
+}
+
+/// The expiry of a SET's options (`EX seconds`, `PX milliseconds`).
+fn set_expiry(opts: &[Bytes], now_ms: u64) -> Result<u64, String> {
+    match opts {
+        [] => Ok(0),
+        [unit, n] => {
+            let n: u64 = std::str::from_utf8(n)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .filter(|&n| n > 0)
+                .ok_or("ERR invalid expire time in 'set' command")?;
+            let ms = match upper(unit).as_str() {
+                "EX" => n.checked_mul(1000),
+                "PX" => Some(n),
+                _ => return Err("ERR syntax error".into()),
+            };
+            ms.and_then(|ms| now_ms.checked_add(ms))
+                .ok_or_else(|| "ERR invalid expire time in 'set' command".into())
+        }
+        _ => Err("ERR syntax error".into()),
+    }
+}
+
+fn info(cache: &Cache) -> String {
+    let s = cache.stats();
+    let c = cache.config();
+    format!(
+        "# Server\r\nredis_version:7.0.0\r\ntiermux_mode:cache\r\n\
+         # Memory\r\ndram_budget_bytes:{}\r\n\
+         # Stats\r\nget_commands:{}\r\ndram_hits:{}\r\nflash_hits:{}\r\nset_commands:{}\r\n\
+         to_small_object_cache:{}\r\nto_large_object_cache:{}\r\n\
+         bucket_reads:{}\r\nbucket_writes:{}\r\nbloom_rejects:{}\r\n\
+         region_reads:{}\r\nregion_writes:{}\r\nregion_evictions:{}\r\nitems_dropped:{}\r\n\
+         io_errors:{}\r\n",
+        c.dram_bytes,
+        s.gets,
+        s.dram_hits,
+        s.flash_hits,
+        s.sets,
+        s.to_soc,
+        s.to_loc,
+        s.soc.reads,
+        s.soc.writes,
+        s.soc.bloom_rejects,
+        s.loc.reads,
+        s.loc.region_writes,
+        s.loc.evictions,
+        s.loc.dropped,
+        s.soc.io_errors + s.loc.io_errors,
+    )
+}

@@ -1,0 +1,281 @@
+//! Client sockets shared by the servers: the [`Stream`] type, the accept
+//! thread of a listener, and [`Wire`], a non-blocking connection's receive
+//! buffer and queue of replies driven by the event loop's polls.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tiermux_engine::config::Listen;
+use tiermux_engine::runtime::Io;
+
+/// A connected client socket.
+pub enum Stream {
+    /// Unix domain.
+    Unix(UnixStream),
+    /// TCP.
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    pub(crate) fn fd(&self) -> RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+    pub(crate) fn set_timeouts(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+            Stream::Tcp(s) => {
+                s.set_nodelay(true)?;
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(b),
+            Stream::Tcp(s) => s.read(b),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(b),
+            Stream::Tcp(s) => s.write(b),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Binds `listen` (removing a stale Unix socket file) and starts a thread
+/// that hands every accepted connection to `accept` until `stop` is set;
+/// returns the address bound ("unix:PATH" or "tcp:ADDR").
+pub fn spawn_listener(
+    listen: &Listen,
+    stop: Arc<AtomicBool>,
+    accept: impl Fn(Stream) + Send + 'static,
+) -> io::Result<String> {
+    fn accept_loop<S: Send + 'static>(
+        incoming: impl Iterator<Item = io::Result<S>> + Send + 'static,
+        wrap: fn(S) -> Stream,
+        stop: Arc<AtomicBool>,
+        accept: impl Fn(Stream) + Send + 'static,
+    ) {
+        std::thread::spawn(move || {
+            for s in incoming {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                match s {
+                    Ok(s) => accept(wrap(s)),
+                    Err(e) => eprintln!("tiermux: accept: {e}"),
+                }
+            }
+        });
+    }
+    match listen {
+        Listen::Unix(path) => {
+            if path.exists() {
+                std::fs::remove_file(path)?;
+            }
+            let l = UnixListener::bind(path)?;
+            accept_loop(
+                std::iter::repeat_with(move || l.accept().map(|(s, _)| s)),
+                Stream::Unix,
+                stop,
+                accept,
+            );
+            Ok(format!("unix:{}", path.display()))
+        }
+        Listen::Tcp(addr) => {
+            let l = TcpListener::bind(addr)?;
+            let shown = format!("tcp:{}", l.local_addr()?);
+            accept_loop(
+                std::iter::repeat_with(move || l.accept().map(|(s, _)| s)),
+                Stream::Tcp,
+                stop,
+                accept,
+            );
+            Ok(shown)
+        }
+    }
+}
+
+/// Bytes read from a socket at a time; the receive buffer grows past this
+/// only to hold one larger message.
+pub const READ_CHUNK: usize = 256 << 10;
+
+/// A non-blocking connection's buffers: bytes received and not yet parsed
+/// (`rbuf[rpos..rend]`) and replies not yet sent.
+pub struct Wire {
+    /// The socket.
+    pub stream: Stream,
+    /// Receive buffer.
+    pub rbuf: Vec<u8>,
+    /// Where unparsed bytes start.
+    pub rpos: usize,
+    /// Where received bytes end.
+    pub rend: usize,
+    out: VecDeque<Vec<u8>>,
+    out_pos: usize,
+    /// Bytes of replies queued and not yet sent.
+    pub out_bytes: u64,
+    /// A readability poll is armed.
+    pub read_armed: bool,
+    /// A writability poll is armed.
+    pub write_armed: bool,
+    /// The connection ends once its work is done.
+    pub closing: bool,
+}
+
+impl Wire {
+    /// Buffers for a new connection (made non-blocking).
+    pub fn new(stream: Stream) -> Wire {
+        let _ = stream.set_nonblocking(true);
+        Wire {
+            stream,
+            rbuf: vec![0; READ_CHUNK],
+            rpos: 0,
+            rend: 0,
+            out: VecDeque::new(),
+            out_pos: 0,
+            out_bytes: 0,
+            read_armed: false,
+            write_armed: false,
+            closing: false,
+        }
+    }
+
+    /// The bytes received and not yet parsed.
+    pub fn unparsed(&self) -> &[u8] {
+        &self.rbuf[self.rpos..self.rend]
+    }
+
+    /// Whether replies wait to be sent.
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// Asks the loop to report readability with `token`.
+    pub fn arm_read(&mut self, token: u64, io: &mut Io<'_>) {
+        if !self.read_armed && !self.closing {
+            self.read_armed = true;
+            io.poll(self.stream.fd(), false, token);
+        }
+    }
+
+    /// Compacts the receive buffer, then reads until the socket would block
+    /// or a short read shows that it is drained (the re-armed poll catches
+    /// anything that arrives after); returns true at end of stream or error.
+    pub fn receive(&mut self) -> bool {
+        if self.rpos > 0 {
+            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            self.rend -= self.rpos;
+            self.rpos = 0;
+        }
+        if self.rend == 0 && self.rbuf.len() > 4 * READ_CHUNK {
+            // A large message grew the buffer; give the memory back.
+            self.rbuf = vec![0; READ_CHUNK];
+        }
+        loop {
+            if self.rend == self.rbuf.len() {
+                return false; // parse this much; the re-armed poll fires for the rest
+            }
+            match self.stream.read(&mut self.rbuf[self.rend..]) {
+                Ok(0) => return true,
+                Ok(n) => {
+                    self.rend += n;
+                    if self.rend < self.rbuf.len() {
+                        return false;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return true,
+            }
+        }
+    }
+
+    /// Makes room for a message of `need` bytes starting at `rpos`.
+    pub fn reserve_message(&mut self, need: usize) {
+        if self.rbuf.len() - self.rpos < need {
+            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            self.rend -= self.rpos;
+            self.rpos = 0;
+            self.rbuf.resize(need.max(self.rbuf.len()), 0);
+        }
+    }
+
+    /// Queues a reply and sends what the socket takes; `token` is the
+    /// writability poll's if it would block.
+    pub fn send(&mut self, msg: Vec<u8>, token: u64, io: &mut Io<'_>) {
+        self.out_bytes += msg.len() as u64;
+        self.out.push_back(msg);
+        if !self.write_armed {
+            self.flush(token, io);
+        }
+    }
+
+    /// Sends queued replies until the socket would block (then polls for
+    /// writability with `token`) or the queue is empty.
+    pub fn flush(&mut self, token: u64, io: &mut Io<'_>) {
+        while let Some(front) = self.out.front() {
+            match self.stream.write(&front[self.out_pos..]) {
+                Ok(n) => {
+                    self.out_pos += n;
+                    if self.out_pos == front.len() {
+                        self.out_bytes -= front.len() as u64;
+                        self.out.pop_front();
+                        self.out_pos = 0;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.write_armed = true;
+                    io.poll(self.stream.fd(), true, token);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    // The client is gone: drop what it will never read.
+                    self.out.clear();
+                    self.out_bytes = 0;
+                    self.out_pos = 0;
+                    self.closing = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Shuts the socket down (an armed poll holds a reference that would
+    /// otherwise keep it open).
+    pub fn shutdown(&self) {
+        let _ = match &self.stream {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+}

@@ -309,6 +309,7 @@ impl Front<'_> {
     }
 
     fn parse(&mut self, idx: usize, io: &mut Io<'_>) {
+        let now = now_ms(io);
         loop {
             let c = self.conns[idx].as_mut().expect("a connection");
             if !c.can_take() || c.wire.closing {
@@ -332,7 +333,7 @@ impl Front<'_> {
                         .collect();
                     c.wire.rpos += used;
                     if !args.is_empty() {
-                        self.command(idx, args, io);
+                        self.command(idx, args, now);
                     }
                 }
                 Err(e) => {
@@ -355,8 +356,7 @@ impl Front<'_> {
     }
 
     /// Starts one command of connection `idx`.
-    fn command(&mut self, idx: usize, args: Vec<Bytes>, io: &mut Io<'_>) {
-        let now = now_ms(io);
+    fn command(&mut self, idx: usize, args: Vec<Bytes>, now: u64) {
         let c = self.conns[idx].as_mut().expect("a connection");
         let seq = c.first_seq + c.replies.len() as u64;
         let gen = c.gen;

@@ -16,6 +16,19 @@ fn upper(b: &[u8]) -> String {
     String::from_utf8_lossy(b).to_ascii_uppercase()
 }
 
+/// A command name in capitals, without allocating (names longer than 16
+/// bytes are no command: they come back empty).
+fn command_name(b: &[u8]) -> ([u8; 16], usize) {
+    let mut buf = [0u8; 16];
+    if b.len() > buf.len() {
+        return (buf, 0);
+    }
+    for (d, s) in buf.iter_mut().zip(b) {
+        *d = s.to_ascii_uppercase();
+    }
+    (buf, b.len())
+}
+
 /// What a command asks of the cache and how its reply is shaped; an error
 /// message for a command that cannot run.
 pub(crate) fn decode(
@@ -23,14 +36,15 @@ pub(crate) fn decode(
     now_ms: u64,
     cache: &Cache,
 ) -> Result<(ReplyShape, Vec<Command>), String> {
-    let name = upper(&args[0]);
+    let (buf, len) = command_name(&args[0]);
+    let name = std::str::from_utf8(&buf[..len]).unwrap_or("");
     let rest = &args[1..];
     let ready = |f: &dyn Fn(&mut Vec<u8>)| {
         let mut out = Vec::new();
         f(&mut out);
         Ok((ReplyShape::Ready(out), Vec::new()))
     };
-    match name.as_str() {
+    match name {
         "GET" => match rest {
             [key] => Ok((
                 ReplyShape::Value(None),

@@ -146,14 +146,18 @@ pub fn error(out: &mut Vec<u8>, text: &str) {
 
 /// Appends `:n\r\n`.
 pub fn integer(out: &mut Vec<u8>, n: i64) {
-    out.extend_from_slice(format!(":{n}\r\n").as_bytes());
+    out.push(b':');
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends a bulk string, or the null bulk string for `None`.
 pub fn bulk(out: &mut Vec<u8>, value: Option<&[u8]>) {
     match value {
         Some(v) => {
-            out.extend_from_slice(format!("${}\r\n", v.len()).as_bytes());
+            out.push(b'$');
+            out.extend_from_slice(itoa::Buffer::new().format(v.len()).as_bytes());
+            out.extend_from_slice(b"\r\n");
             out.extend_from_slice(v);
             out.extend_from_slice(b"\r\n");
         }
@@ -163,7 +167,9 @@ pub fn bulk(out: &mut Vec<u8>, value: Option<&[u8]>) {
 
 /// Appends an array header of `n` elements.
 pub fn array_header(out: &mut Vec<u8>, n: usize) {
-    out.extend_from_slice(format!("*{n}\r\n").as_bytes());
+    out.push(b'*');
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]

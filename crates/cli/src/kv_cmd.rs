@@ -143,16 +143,7 @@ fn serve(config: &Path, listen: Option<&str>, data_dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let mut rt = Runtime::new(vol, reactor);
     let shutdown = server.shutdown_handle();
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .context("cannot install signal handlers")?;
-    std::thread::spawn(move || {
-        if signals.forever().next().is_some() {
-            shutdown.trigger();
-        }
-    });
+    crate::serve::stop_on_signals(move || shutdown.trigger())?;
     eprintln!(
         "tiermux kv: cache mode, {} MiB DRAM, {} MiB of a {} MiB volume for small objects, policy {}",
         cache_cfg.dram_bytes >> 20,

@@ -153,6 +153,18 @@ pub fn serve(
     } = open(&cfg, wrap)?;
     let vol = rt.volume();
     let shutdown = server.shutdown_handle();
+    stop_on_signals(move || shutdown.trigger())?;
+    log_start(vol, rt.reactor_kind(), &cfg);
+    println!("tiermux: listening on {shown}, export '{}'", cfg.export);
+    use std::io::Write;
+    std::io::stdout().flush().ok();
+    let stats = server.run(&mut rt)?;
+    log_stop(rt.volume(), &stats);
+    Ok(())
+}
+
+/// Calls `stop` (once) on the first SIGINT or SIGTERM.
+pub fn stop_on_signals(stop: impl FnOnce() + Send + 'static) -> Result<()> {
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
@@ -160,15 +172,9 @@ pub fn serve(
     .context("cannot install signal handlers")?;
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {
-            shutdown.trigger();
+            stop();
         }
     });
-    log_start(vol, rt.reactor_kind(), &cfg);
-    println!("tiermux: listening on {shown}, export '{}'", cfg.export);
-    use std::io::Write;
-    std::io::stdout().flush().ok();
-    let stats = server.run(&mut rt)?;
-    log_stop(rt.volume(), &stats);
     Ok(())
 }
 

@@ -21,7 +21,7 @@ use tiermux_engine::volume::{Done, Request};
 use tiermux_kv::{Cache, CacheStats, IoKind, Reply};
 
 use crate::resp;
-use crate::sock::{spawn_listener, Stream, Wire};
+use crate::sock::{conn_token, spawn_listener, split_conn_token, Stream, Wire};
 
 /// Commands one connection may have in flight before the server stops
 /// reading from it.
@@ -183,15 +183,6 @@ struct Front<'a> {
     stopping: bool,
 }
 
-fn token(idx: usize, gen: u32, writable: bool) -> u64 {
-    assert!(idx < 1 << 22, "too many connections");
-    (idx as u64) << 33 | (gen as u64) << 1 | writable as u64
-}
-
-fn split_token(t: u64) -> (usize, u32, bool) {
-    ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1)
-}
-
 fn now_ms(io: &Io<'_>) -> u64 {
     io.now_ns() / 1_000_000 + 1
 }
@@ -209,7 +200,7 @@ impl Frontend for Front<'_> {
     }
 
     fn on_ready(&mut self, t: u64, _result: i32, io: &mut Io<'_>) {
-        let (idx, gen, writable) = split_token(t);
+        let (idx, gen, writable) = split_conn_token(t);
         let Some(c) = self
             .conns
             .get_mut(idx)
@@ -220,7 +211,7 @@ impl Frontend for Front<'_> {
         };
         if writable {
             c.wire.write_armed = false;
-            c.wire.flush(token(idx, gen, true), io);
+            c.wire.flush(conn_token(idx, gen, true), io);
         } else {
             c.wire.read_armed = false;
             self.read(idx, io);
@@ -250,7 +241,7 @@ impl Frontend for Front<'_> {
                 }
             };
             let c = self.conns[idx].insert(conn);
-            c.wire.arm_read(token(idx, c.gen, false), io);
+            c.wire.arm_read(conn_token(idx, c.gen, false), io);
         }
     }
 
@@ -304,7 +295,7 @@ impl Front<'_> {
         if eof || stopping {
             c.wire.closing = true;
         } else if c.can_take() {
-            c.wire.arm_read(token(idx, c.gen, false), io);
+            c.wire.arm_read(conn_token(idx, c.gen, false), io);
         }
     }
 
@@ -444,7 +435,7 @@ impl Front<'_> {
             encode(p, &mut out);
         }
         if !out.is_empty() {
-            c.wire.send(out, token(idx, c.gen, true), io);
+            c.wire.send(out, conn_token(idx, c.gen, true), io);
         }
     }
 }

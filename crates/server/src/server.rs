@@ -24,7 +24,7 @@ use tiermux_engine::Volume;
 use crate::handshakes::HandshakePool;
 use crate::proto::{self, errno, Export, RequestHeader, REQUEST_BYTES};
 pub use crate::sock::Stream;
-use crate::sock::Wire;
+use crate::sock::{conn_token, split_conn_token, Wire};
 
 /// Handle to stop a running server from another thread (or a signal).
 #[derive(Clone)]
@@ -357,15 +357,6 @@ impl Connections<'_> {
 struct Ctx<'a> {
     pending: &'a mut Slab<Pending>,
     stats: &'a mut ServerStats,
-}
-
-fn conn_token(idx: usize, gen: u32, writable: bool) -> u64 {
-    assert!(idx < 1 << 22, "too many connections");
-    (idx as u64) << 33 | (gen as u64) << 1 | writable as u64
-}
-
-fn split_conn_token(t: u64) -> (usize, u32, bool) {
-    ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1)
 }
 
 fn arm_read(c: &mut Conn, idx: usize, io: &mut Io<'_>) {

@@ -124,6 +124,19 @@ pub fn spawn_listener(
     }
 }
 
+/// The poll token of connection `idx` (of generation `gen`, so that a
+/// stale poll of a closed connection is told from its successor's), for
+/// readability or writability.
+pub fn conn_token(idx: usize, gen: u32, writable: bool) -> u64 {
+    assert!(idx < 1 << 22, "too many connections");
+    (idx as u64) << 33 | (gen as u64) << 1 | writable as u64
+}
+
+/// The connection, generation and direction of a poll token.
+pub fn split_conn_token(t: u64) -> (usize, u32, bool) {
+    ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1)
+}
+
 /// Bytes read from a socket at a time; the receive buffer grows past this
 /// only to hold one larger message.
 pub const READ_CHUNK: usize = 256 << 10;

@@ -248,6 +248,25 @@ fn malformed_protocol_closes_only_its_own_connection() {
         c.read_to_end(&mut rest)
             .expect("the server closes the connection");
     }
+    // A command of many large arguments is cut off at its limit (128 MiB).
+    let mut huge = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    huge.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let mut writer = huge.try_clone().expect("clone");
+    let sender = std::thread::spawn(move || {
+        let arg = vec![b'x'; 50 << 20];
+        let _ = writer.write_all(b"*4\r\n$3\r\nSET\r\n");
+        for _ in 0..3 {
+            let _ = writer.write_all(format!("${}\r\n", arg.len()).as_bytes());
+            let _ = writer.write_all(&arg);
+            let _ = writer.write_all(b"\r\n");
+        }
+    });
+    let mut reply = String::new();
+    let _ = BufReader::new(&mut huge).read_line(&mut reply);
+    assert!(reply.starts_with("-ERR Protocol error: command longer than"), "{reply:?}");
+    drop(huge);
+    sender.join().expect("sender");
+    assert_eq!(talk(&mut good, b"PING\r\n"), "+PONG\r\n");
     // Errors that keep the connection: unknown commands, wrong arity, a
     // value larger than the cache stores, a bad expiry.
     let big = vec![b'v'; 2 << 20];

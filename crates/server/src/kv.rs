@@ -307,7 +307,13 @@ impl Front<'_> {
                 return;
             }
             let buf = c.wire.unparsed();
-            match resp::parse_command(buf) {
+            let parsed = match resp::parse_command(buf) {
+                Ok(None) if buf.len() >= resp::MAX_COMMAND_BYTES => Err(resp::ProtocolError(
+                    format!("command longer than {} bytes", resp::MAX_COMMAND_BYTES),
+                )),
+                other => other,
+            };
+            match parsed {
                 Ok(None) => {
                     if buf.len() == c.wire.rbuf.len() - c.wire.rpos {
                         // A message larger than the buffer: make room.

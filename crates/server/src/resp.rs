@@ -8,6 +8,9 @@
 pub const MAX_ARGS: usize = 1 << 20;
 /// Longest bulk string accepted, bytes; a longer one breaks the connection.
 pub const MAX_BULK_BYTES: usize = 64 << 20;
+/// Longest command (all its arguments), bytes: a server stops a client
+/// whose command grows past this.
+pub const MAX_COMMAND_BYTES: usize = 2 * MAX_BULK_BYTES;
 /// Longest inline command line, bytes.
 pub const MAX_INLINE_BYTES: usize = 64 << 10;
 

@@ -40,7 +40,13 @@ pub struct UringReactor {
 impl UringReactor {
     /// A ring with `entries` submission slots.
     pub fn new(entries: u32) -> io::Result<Self> {
-        let ring = IoUring::new(entries)?;
+        // Cooperative task running: completions' task work waits for the
+        // loop's next system call instead of interrupting it (kernels
+        // before 5.19 refuse the flag; then a plain ring).
+        let ring = IoUring::builder()
+            .setup_coop_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::new(entries))?;
         Ok(UringReactor {
             ring,
             backlog: Vec::new(),

@@ -250,7 +250,8 @@ fn malformed_protocol_closes_only_its_own_connection() {
     }
     // A command of many large arguments is cut off at its limit (128 MiB).
     let mut huge = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
-    huge.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    huge.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
     let mut writer = huge.try_clone().expect("clone");
     let sender = std::thread::spawn(move || {
         let arg = vec![b'x'; 50 << 20];
@@ -263,7 +264,10 @@ fn malformed_protocol_closes_only_its_own_connection() {
     });
     let mut reply = String::new();
     let _ = BufReader::new(&mut huge).read_line(&mut reply);
-    assert!(reply.starts_with("-ERR Protocol error: command longer than"), "{reply:?}");
+    assert!(
+        reply.starts_with("-ERR Protocol error: command longer than"),
+        "{reply:?}"
+    );
     drop(huge);
     sender.join().expect("sender");
     assert_eq!(talk(&mut good, b"PING\r\n"), "+PONG\r\n");

@@ -21,7 +21,7 @@ use tiermux_engine::volume::{Done, Request};
 use tiermux_kv::{Cache, CacheStats, IoKind, Reply};
 
 use crate::resp;
-use crate::sock::{conn_token, spawn_listener, split_conn_token, Stream, Wire};
+use crate::sock::{spawn_listener, ConnTable, Connection, Stream, Wire};
 
 /// Commands one connection may have in flight before the server stops
 /// reading from it.
@@ -116,9 +116,8 @@ impl KvServer {
         );
         let mut f = Front {
             server: self,
-            conns: Vec::new(),
+            conns: ConnTable::default(),
             routes: Slab::new(),
-            next_gen: 1,
             stopping: false,
         };
         rt.run(&mut f)?;
@@ -152,11 +151,19 @@ struct Pending {
 
 struct Conn {
     wire: Wire,
-    gen: u32,
     /// Replies in command order; the front one goes out when complete.
     replies: VecDeque<Pending>,
     /// Sequence number of `replies[0]`.
     first_seq: u64,
+}
+
+impl Connection for Conn {
+    fn wire(&self) -> &Wire {
+        &self.wire
+    }
+    fn wire_mut(&mut self) -> &mut Wire {
+        &mut self.wire
+    }
 }
 
 impl Conn {
@@ -177,9 +184,8 @@ struct Route {
 
 struct Front<'a> {
     server: &'a mut KvServer,
-    conns: Vec<Option<Conn>>,
+    conns: ConnTable<Conn>,
     routes: Slab<Route>,
-    next_gen: u32,
     stopping: bool,
 }
 
@@ -200,23 +206,9 @@ impl Frontend for Front<'_> {
     }
 
     fn on_ready(&mut self, t: u64, _result: i32, io: &mut Io<'_>) {
-        let (idx, gen, writable) = split_conn_token(t);
-        let Some(c) = self
-            .conns
-            .get_mut(idx)
-            .and_then(|c| c.as_mut())
-            .filter(|c| c.gen == gen)
-        else {
-            return;
-        };
-        if writable {
-            c.wire.write_armed = false;
-            c.wire.flush(conn_token(idx, gen, true), io);
-        } else {
-            c.wire.read_armed = false;
+        if let Some(idx) = self.conns.polled(t, io) {
             self.read(idx, io);
         }
-        self.pump(io);
     }
 
     fn on_wake(&mut self, io: &mut Io<'_>) {
@@ -226,52 +218,35 @@ impl Frontend for Front<'_> {
                 continue;
             }
             self.server.stats.connections += 1;
-            let conn = Conn {
-                wire: Wire::new(s),
-                gen: self.next_gen,
+            let conn = |wire| Conn {
+                wire,
                 replies: VecDeque::new(),
                 first_seq: 0,
             };
-            self.next_gen = self.next_gen.wrapping_add(1).max(1);
-            let idx = match self.conns.iter().position(|c| c.is_none()) {
-                Some(i) => i,
-                None => {
-                    self.conns.push(None);
-                    self.conns.len() - 1
-                }
-            };
-            let c = self.conns[idx].insert(conn);
-            c.wire.arm_read(conn_token(idx, c.gen, false), io);
+            self.conns.insert(s, conn, io);
         }
     }
 
     fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
         // Resume connections paused at their limits that are below them now.
-        for idx in 0..self.conns.len() {
-            let resume = self.conns[idx]
-                .as_ref()
+        for idx in 0..self.conns.slots() {
+            let resume = self
+                .conns
+                .at(idx)
                 .is_some_and(|c| !c.wire.read_armed && !c.wire.closing && c.can_take());
             if resume {
                 self.read(idx, io);
             }
         }
-        self.pump(io);
         let stopping = self.stopping;
-        for slot in self.conns.iter_mut() {
-            let done = slot.as_ref().is_some_and(|c| {
-                (c.wire.closing || stopping) && c.replies.is_empty() && !c.wire.has_output()
-            });
-            if done {
-                if let Some(c) = slot.take() {
-                    c.wire.shutdown();
-                }
-            }
-        }
+        self.conns.close_where(|c| {
+            (c.wire.closing || stopping) && c.replies.is_empty() && !c.wire.has_output()
+        });
         if self.server.stop.load(Ordering::SeqCst) {
             self.stopping = true;
         }
         let idle = self.server.cache.io_in_flight() == 0;
-        if self.stopping && idle && self.conns.iter().all(|c| c.is_none()) {
+        if self.stopping && idle && self.conns.is_empty() {
             Flow::Stop
         } else {
             Flow::Continue
@@ -283,7 +258,7 @@ impl Front<'_> {
     /// Reads what connection `idx` sent and starts its complete commands.
     fn read(&mut self, idx: usize, io: &mut Io<'_>) {
         let stopping = self.stopping;
-        let Some(c) = self.conns[idx].as_mut() else {
+        let Some(c) = self.conns.at(idx) else {
             return;
         };
         let eof = c.wire.receive();
@@ -291,18 +266,18 @@ impl Front<'_> {
         // Replies the cache answered at once (DRAM hits, sets, errors).
         self.pump(io);
         self.send_ready(idx, io);
-        let c = self.conns[idx].as_mut().expect("the connection read");
+        let c = self.conns.at(idx).expect("the connection read");
         if eof || stopping {
             c.wire.closing = true;
         } else if c.can_take() {
-            c.wire.arm_read(conn_token(idx, c.gen, false), io);
+            c.wire.arm_read(io);
         }
     }
 
     fn parse(&mut self, idx: usize, io: &mut Io<'_>) {
         let now = now_ms(io);
         loop {
-            let c = self.conns[idx].as_mut().expect("a connection");
+            let c = self.conns.at(idx).expect("a connection");
             if !c.can_take() || c.wire.closing {
                 return;
             }
@@ -338,7 +313,7 @@ impl Front<'_> {
                     self.server.stats.protocol_errors += 1;
                     let mut out = Vec::new();
                     resp::error(&mut out, &format!("ERR {e}"));
-                    let c = self.conns[idx].as_mut().expect("a connection");
+                    let c = self.conns.at(idx).expect("a connection");
                     c.replies.push_back(Pending {
                         gather: ReplyShape::Ready(out),
                         left: 0,
@@ -354,9 +329,9 @@ impl Front<'_> {
 
     /// Starts one command of connection `idx`.
     fn command(&mut self, idx: usize, args: Vec<Bytes>, now: u64) {
-        let c = self.conns[idx].as_mut().expect("a connection");
+        let c = self.conns.at(idx).expect("a connection");
         let seq = c.first_seq + c.replies.len() as u64;
-        let gen = c.gen;
+        let gen = c.wire.gen;
         let (gather, cmds) = match crate::kv_commands::decode(&args, now, &self.server.cache) {
             Ok(d) => d,
             Err(msg) => {
@@ -411,12 +386,7 @@ impl Front<'_> {
                 .routes
                 .remove(tag as usize)
                 .expect("a route for every cache command");
-            let Some(c) = self
-                .conns
-                .get_mut(r.conn)
-                .and_then(|c| c.as_mut())
-                .filter(|c| c.gen == r.gen)
-            else {
+            let Some(c) = self.conns.get(r.conn, r.gen) else {
                 continue;
             };
             let p = &mut c.replies[(r.seq - c.first_seq) as usize];
@@ -431,7 +401,7 @@ impl Front<'_> {
     }
 
     fn send_ready(&mut self, idx: usize, io: &mut Io<'_>) {
-        let Some(c) = self.conns[idx].as_mut() else {
+        let Some(c) = self.conns.at(idx) else {
             return;
         };
         let mut out = Vec::new();
@@ -441,7 +411,7 @@ impl Front<'_> {
             encode(p, &mut out);
         }
         if !out.is_empty() {
-            c.wire.send(out, conn_token(idx, c.gen, true), io);
+            c.wire.send(out, io);
         }
     }
 }

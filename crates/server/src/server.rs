@@ -24,7 +24,7 @@ use tiermux_engine::Volume;
 use crate::handshakes::HandshakePool;
 use crate::proto::{self, errno, Export, RequestHeader, REQUEST_BYTES};
 pub use crate::sock::Stream;
-use crate::sock::{conn_token, split_conn_token, Wire};
+use crate::sock::{ConnTable, Connection, Wire};
 
 /// Handle to stop a running server from another thread (or a signal).
 #[derive(Clone)]
@@ -77,7 +77,6 @@ pub const LIVE_INTERVAL_NS: u64 = 20_000_000;
 
 struct Conn {
     wire: Wire,
-    gen: u32,
     /// Payload bytes of an oversized write still to skip.
     discard: u64,
     inflight: u32,
@@ -91,6 +90,15 @@ struct Pending {
     handle: u64,
     /// Data bytes the request holds (its read length or write payload).
     bytes: u64,
+}
+
+impl Connection for Conn {
+    fn wire(&self) -> &Wire {
+        &self.wire
+    }
+    fn wire_mut(&mut self) -> &mut Wire {
+        &mut self.wire
+    }
 }
 
 impl Conn {
@@ -187,9 +195,8 @@ impl Server {
     pub fn run(&mut self, rt: &mut Runtime) -> anyhow::Result<ServerStats> {
         let mut f = Connections {
             server: self,
-            conns: Vec::new(),
+            conns: ConnTable::default(),
             pending: Slab::new(),
-            next_gen: 1,
             stopping: false,
             published_ns: 0,
         };
@@ -207,57 +214,30 @@ impl Server {
 /// requests they have in flight.
 struct Connections<'a> {
     server: &'a mut Server,
-    conns: Vec<Option<Conn>>,
+    conns: ConnTable<Conn>,
     pending: Slab<Pending>,
-    next_gen: u32,
     stopping: bool,
     published_ns: u64,
 }
 
 impl Connections<'_> {
-    fn conn(&mut self, idx: usize, gen: u32) -> Option<&mut Conn> {
-        self.conns
-            .get_mut(idx)
-            .and_then(|c| c.as_mut())
-            .filter(|c| c.gen == gen)
-    }
-
     fn accept(&mut self, s: Stream, io: &mut Io<'_>) {
         self.server.stats.connections += 1;
-        let conn = Conn {
-            wire: Wire::new(s),
-            gen: self.next_gen,
+        let conn = |wire| Conn {
+            wire,
             discard: 0,
             inflight: 0,
             data_bytes: 0,
         };
-        self.next_gen = self.next_gen.wrapping_add(1).max(1);
-        let idx = match self.conns.iter().position(|c| c.is_none()) {
-            Some(i) => {
-                self.conns[i] = Some(conn);
-                i
-            }
-            None => {
-                self.conns.push(Some(conn));
-                self.conns.len() - 1
-            }
-        };
-        arm_read(self.conns[idx].as_mut().expect("conn"), idx, io);
+        self.conns.insert(s, conn, io);
     }
 
     /// Closes the connections that are done (all of them once stopping).
     fn close_finished(&mut self) {
         let stopping = self.stopping;
-        for slot in self.conns.iter_mut() {
-            let close = slot.as_ref().is_some_and(|c| {
-                (c.wire.closing || stopping) && c.inflight == 0 && !c.wire.has_output()
-            });
-            if close {
-                if let Some(c) = slot.take() {
-                    c.wire.shutdown();
-                }
-            }
-        }
+        self.conns.close_where(|c| {
+            (c.wire.closing || stopping) && c.inflight == 0 && !c.wire.has_output()
+        });
     }
 }
 
@@ -266,7 +246,7 @@ impl Frontend for Connections<'_> {
         let Some(p) = self.pending.remove(d.id as usize) else {
             return;
         };
-        let Some(c) = self.conn(p.conn, p.gen) else {
+        let Some(c) = self.conns.get(p.conn, p.gen) else {
             return;
         };
         c.inflight -= 1;
@@ -277,31 +257,20 @@ impl Frontend for Connections<'_> {
         if let Some(data) = &d.data {
             msg.extend_from_slice(&data[d.data_offset..d.data_offset + d.len as usize]);
         }
-        queue_reply(c, msg, p.conn, io);
+        c.wire.send(msg, io);
     }
 
     fn on_ready(&mut self, token: u64, _result: i32, io: &mut Io<'_>) {
-        let (idx, gen, writable) = split_conn_token(token);
-        let stopping = self.stopping;
-        let Some(conn) = self
-            .conns
-            .get_mut(idx)
-            .and_then(|c| c.as_mut())
-            .filter(|c| c.gen == gen)
-        else {
+        let Some(idx) = self.conns.polled(token, io) else {
             return;
         };
-        if writable {
-            conn.wire.write_armed = false;
-            conn.wire.flush(conn_token(idx, gen, true), io);
-        } else {
-            conn.wire.read_armed = false;
-            let mut ctx = Ctx {
-                pending: &mut self.pending,
-                stats: &mut self.server.stats,
-            };
-            read_requests(conn, idx, io, &mut ctx, stopping);
-        }
+        let stopping = self.stopping;
+        let conn = self.conns.at(idx).expect("a polled connection");
+        let mut ctx = Ctx {
+            pending: &mut self.pending,
+            stats: &mut self.server.stats,
+        };
+        read_requests(conn, io, &mut ctx, stopping);
     }
 
     fn on_wake(&mut self, io: &mut Io<'_>) {
@@ -326,7 +295,7 @@ impl Frontend for Connections<'_> {
         if self.server.shutdown.flag.load(Ordering::SeqCst) {
             self.stopping = true;
         }
-        if self.stopping && self.conns.iter().all(|c| c.is_none()) {
+        if self.stopping && self.conns.is_empty() {
             Flow::Stop
         } else {
             Flow::Continue
@@ -340,8 +309,10 @@ impl Connections<'_> {
     /// below them now.
     fn resume_paused(&mut self, io: &mut Io<'_>) {
         let stopping = self.stopping;
-        for (idx, slot) in self.conns.iter_mut().enumerate() {
-            let Some(c) = slot.as_mut() else { continue };
+        for idx in 0..self.conns.slots() {
+            let Some(c) = self.conns.at(idx) else {
+                continue;
+            };
             if c.wire.read_armed || c.wire.closing || !c.can_take() {
                 continue;
             }
@@ -349,7 +320,7 @@ impl Connections<'_> {
                 pending: &mut self.pending,
                 stats: &mut self.server.stats,
             };
-            read_requests(c, idx, io, &mut ctx, stopping);
+            read_requests(c, io, &mut ctx, stopping);
         }
     }
 }
@@ -359,26 +330,18 @@ struct Ctx<'a> {
     stats: &'a mut ServerStats,
 }
 
-fn arm_read(c: &mut Conn, idx: usize, io: &mut Io<'_>) {
-    c.wire.arm_read(conn_token(idx, c.gen, false), io);
-}
-
-fn queue_reply(c: &mut Conn, msg: Vec<u8>, idx: usize, io: &mut Io<'_>) {
-    c.wire.send(msg, conn_token(idx, c.gen, true), io);
-}
-
-fn reply_now(c: &mut Conn, idx: usize, handle: u64, err: u32, io: &mut Io<'_>) {
-    queue_reply(c, proto::simple_reply(handle, err).to_vec(), idx, io);
+fn reply_now(c: &mut Conn, handle: u64, err: u32, io: &mut Io<'_>) {
+    c.wire.send(proto::simple_reply(handle, err).to_vec(), io);
 }
 
 /// Reads what the socket has and starts every complete request.
-fn read_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
+fn read_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
     let eof = c.wire.receive();
-    parse_requests(c, idx, io, ctx, stopping);
+    parse_requests(c, io, ctx, stopping);
     if eof {
         c.wire.closing = true;
     } else if c.can_take() {
-        arm_read(c, idx, io); // nothing when closing
+        c.wire.arm_read(io); // nothing when closing
     }
     // Otherwise the connection pauses: `before_wait` resumes it once
     // replies have gone out.
@@ -386,7 +349,7 @@ fn read_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, s
 
 /// Starts every complete request in the receive buffer; skips the payload
 /// of an oversized write; closes the connection on broken framing.
-fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
+fn parse_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
     loop {
         if !c.can_take() {
             break;
@@ -425,7 +388,7 @@ fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, 
                     "tiermux: write of {} bytes exceeds the {MAX_REQUEST_BYTES}-byte limit",
                     h.length
                 );
-                reply_now(c, idx, h.handle, errno::EOVERFLOW, io);
+                reply_now(c, h.handle, errno::EOVERFLOW, io);
                 continue;
             }
             let need = REQUEST_BYTES + h.length as usize;
@@ -444,10 +407,10 @@ fn parse_requests(c: &mut Conn, idx: usize, io: &mut Io<'_>, ctx: &mut Ctx<'_>, 
             None
         };
         if stopping {
-            reply_now(c, idx, h.handle, errno::ESHUTDOWN, io);
+            reply_now(c, h.handle, errno::ESHUTDOWN, io);
             continue;
         }
-        start_request(c, idx, h, payload, io, ctx);
+        start_request(c, h, payload, io, ctx);
         if c.wire.closing {
             break;
         }
@@ -518,7 +481,6 @@ fn decode(h: &RequestHeader, payload: Option<Vec<u8>>, vol: &Volume) -> Decoded 
 
 fn start_request(
     c: &mut Conn,
-    idx: usize,
     h: RequestHeader,
     payload: Option<Vec<u8>>,
     io: &mut Io<'_>,
@@ -535,8 +497,8 @@ fn start_request(
                 _ => 0,
             };
             let id = ctx.pending.insert(Pending {
-                conn: idx,
-                gen: c.gen,
+                conn: c.wire.idx,
+                gen: c.wire.gen,
                 handle: h.handle,
                 bytes,
             });
@@ -548,7 +510,7 @@ fn start_request(
         Decoded::Bad(err, why) => {
             ctx.stats.bad_requests += 1;
             eprintln!("tiermux: bad request (handle {:#x}): {why}", h.handle);
-            reply_now(c, idx, h.handle, err, io);
+            reply_now(c, h.handle, err, io);
         }
     }
 }

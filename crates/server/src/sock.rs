@@ -124,16 +124,112 @@ pub fn spawn_listener(
     }
 }
 
+/// A connection kept in a [`ConnTable`]: the server's own state around
+/// its [`Wire`].
+pub trait Connection {
+    /// The connection's socket and buffers.
+    fn wire(&self) -> &Wire;
+    /// The connection's socket and buffers, to change.
+    fn wire_mut(&mut self) -> &mut Wire;
+}
+
+/// A server's connections, each in a slot found again by index and
+/// generation, so that a poll that outlives its connection finds nothing.
+pub struct ConnTable<C> {
+    slots: Vec<Option<C>>,
+    next_gen: u32,
+}
+
+impl<C: Connection> Default for ConnTable<C> {
+    fn default() -> Self {
+        ConnTable {
+            slots: Vec::new(),
+            next_gen: 1,
+        }
+    }
+}
+
+impl<C: Connection> ConnTable<C> {
+    /// Adds a connection on `stream` (`make` puts the server's state
+    /// around its wire), arms its read poll and returns its slot.
+    pub fn insert(
+        &mut self,
+        stream: Stream,
+        make: impl FnOnce(Wire) -> C,
+        io: &mut Io<'_>,
+    ) -> usize {
+        let idx = match self.slots.iter().position(|c| c.is_none()) {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        let gen = self.next_gen;
+        self.next_gen = self.next_gen.wrapping_add(1).max(1);
+        let c = self.slots[idx].insert(make(Wire::new(stream, idx, gen)));
+        c.wire_mut().arm_read(io);
+        idx
+    }
+
+    /// The connection in slot `idx` if it is still generation `gen`.
+    pub fn get(&mut self, idx: usize, gen: u32) -> Option<&mut C> {
+        self.at(idx).filter(|c| c.wire().gen == gen)
+    }
+
+    /// The connection in slot `idx`, if any.
+    pub fn at(&mut self, idx: usize) -> Option<&mut C> {
+        self.slots.get_mut(idx).and_then(|c| c.as_mut())
+    }
+
+    /// Slots, used or not (connections are at `0..slots()`).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no connection is open.
+    pub fn is_empty(&self) -> bool {
+        self.slots.iter().all(|c| c.is_none())
+    }
+
+    /// Shuts down and forgets every connection `done` says is finished.
+    pub fn close_where(&mut self, done: impl Fn(&C) -> bool) {
+        for slot in self.slots.iter_mut() {
+            if slot.as_ref().is_some_and(&done) {
+                if let Some(c) = slot.take() {
+                    c.wire().shutdown();
+                }
+            }
+        }
+    }
+
+    /// A poll with `token` completed: on writability the connection sends
+    /// what it can; on readability its read poll is disarmed and its slot
+    /// returned, for the server to read. `None` when there is nothing to read.
+    pub fn polled(&mut self, token: u64, io: &mut Io<'_>) -> Option<usize> {
+        let (idx, gen, writable) = split_conn_token(token);
+        let w = self.get(idx, gen)?.wire_mut();
+        if writable {
+            w.write_armed = false;
+            w.flush(io);
+            None
+        } else {
+            w.read_armed = false;
+            Some(idx)
+        }
+    }
+}
+
 /// The poll token of connection `idx` (of generation `gen`, so that a
 /// stale poll of a closed connection is told from its successor's), for
 /// readability or writability.
-pub fn conn_token(idx: usize, gen: u32, writable: bool) -> u64 {
+fn conn_token(idx: usize, gen: u32, writable: bool) -> u64 {
     assert!(idx < 1 << 22, "too many connections");
     (idx as u64) << 33 | (gen as u64) << 1 | writable as u64
 }
 
 /// The connection, generation and direction of a poll token.
-pub fn split_conn_token(t: u64) -> (usize, u32, bool) {
+fn split_conn_token(t: u64) -> (usize, u32, bool) {
     ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1)
 }
 
@@ -146,6 +242,10 @@ pub const READ_CHUNK: usize = 256 << 10;
 pub struct Wire {
     /// The socket.
     pub stream: Stream,
+    /// The connection's slot in its [`ConnTable`].
+    pub idx: usize,
+    /// The connection's generation (its slot's users are told apart by it).
+    pub gen: u32,
     /// Receive buffer.
     pub rbuf: Vec<u8>,
     /// Where unparsed bytes start.
@@ -165,11 +265,13 @@ pub struct Wire {
 }
 
 impl Wire {
-    /// Buffers for a new connection (made non-blocking).
-    pub fn new(stream: Stream) -> Wire {
+    /// Buffers for a new connection (made non-blocking) in slot `idx`.
+    fn new(stream: Stream, idx: usize, gen: u32) -> Wire {
         let _ = stream.set_nonblocking(true);
         Wire {
             stream,
+            idx,
+            gen,
             rbuf: vec![0; READ_CHUNK],
             rpos: 0,
             rend: 0,
@@ -192,11 +294,15 @@ impl Wire {
         !self.out.is_empty()
     }
 
-    /// Asks the loop to report readability with `token`.
-    pub fn arm_read(&mut self, token: u64, io: &mut Io<'_>) {
+    fn token(&self, writable: bool) -> u64 {
+        conn_token(self.idx, self.gen, writable)
+    }
+
+    /// Asks the loop to report readability.
+    pub fn arm_read(&mut self, io: &mut Io<'_>) {
         if !self.read_armed && !self.closing {
             self.read_armed = true;
-            io.poll(self.stream.fd(), false, token);
+            io.poll(self.stream.fd(), false, self.token(false));
         }
     }
 
@@ -242,19 +348,19 @@ impl Wire {
         }
     }
 
-    /// Queues a reply and sends what the socket takes; `token` is the
-    /// writability poll's if it would block.
-    pub fn send(&mut self, msg: Vec<u8>, token: u64, io: &mut Io<'_>) {
+    /// Queues a reply and sends what the socket takes (polling for
+    /// writability if it would block).
+    pub fn send(&mut self, msg: Vec<u8>, io: &mut Io<'_>) {
         self.out_bytes += msg.len() as u64;
         self.out.push_back(msg);
         if !self.write_armed {
-            self.flush(token, io);
+            self.flush(io);
         }
     }
 
     /// Sends queued replies until the socket would block (then polls for
-    /// writability with `token`) or the queue is empty.
-    pub fn flush(&mut self, token: u64, io: &mut Io<'_>) {
+    /// writability) or the queue is empty.
+    fn flush(&mut self, io: &mut Io<'_>) {
         while let Some(front) = self.out.front() {
             match self.stream.write(&front[self.out_pos..]) {
                 Ok(n) => {
@@ -267,7 +373,7 @@ impl Wire {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.write_armed = true;
-                    io.poll(self.stream.fd(), true, token);
+                    io.poll(self.stream.fd(), true, self.token(true));
                     return;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -285,7 +391,7 @@ impl Wire {
 
     /// Shuts the socket down (an armed poll holds a reference that would
     /// otherwise keep it open).
-    pub fn shutdown(&self) {
+    fn shutdown(&self) {
         let _ = match &self.stream {
             Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
             Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),

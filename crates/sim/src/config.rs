@@ -14,6 +14,8 @@ use crate::workload::{volume_blocks_needed, Pattern, Schedule, WorkloadSpec};
 use tiermux_device::DeviceModel;
 use tiermux_device::{lookup_profile, ProfileSpec};
 
+use crate::kvconfig::KvSpec;
+
 /// How clients generate load.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +109,10 @@ pub struct SimConfig {
     /// Time-series sample interval, ms.
     #[serde(default = "default_sample_ms")]
     pub sample_interval_ms: f64,
+    /// Run the key-value cache over the volume: clients send it commands,
+    /// and the workload chooses keys instead of blocks.
+    #[serde(default)]
+    pub kv: Option<KvSpec>,
 }
 
 fn default_block_size() -> u32 {
@@ -150,6 +156,7 @@ impl Default for SimConfig {
             seed: default_seed(),
             prefill: true,
             sample_interval_ms: default_sample_ms(),
+            kv: None,
         }
     }
 }
@@ -472,6 +479,9 @@ impl SimConfig {
     fn resolve_volume(&self) -> Result<(u64, u64), ConfigError> {
         let c = self;
         let w = &c.workload;
+        if let Some(kv) = &c.kv {
+            return c.resolve_kv_volume(kv);
+        }
         let working_set = match (w.working_set_blocks, w.hit_ratio) {
             (Some(ws), _) => ws,
             (None, Some(h)) => (c.cache_blocks as f64 / h).round() as u64,
@@ -486,6 +496,37 @@ impl SimConfig {
             format!("must hold the working set ({working_set} blocks), got {volume_blocks}")
         })?;
         Ok((working_set, volume_blocks))
+    }
+
+    /// A key-value run: the workload's items are keys, and the volume's
+    /// size is given.
+    fn resolve_kv_volume(&self, kv: &KvSpec) -> Result<(u64, u64), ConfigError> {
+        let c = self;
+        let keys = c.workload.working_set_blocks.ok_or_else(|| {
+            ConfigError::new(
+                "workload.working_set_blocks",
+                "a key-value run needs the number of keys",
+            )
+        })?;
+        check("workload.working_set_blocks", keys >= 1, || {
+            "must be at least 1".into()
+        })?;
+        check(
+            "block_size",
+            c.block_size as u64 == tiermux_kv::BLOCK_BYTES,
+            || {
+                format!(
+                    "a key-value run uses {}-byte blocks, got {}",
+                    tiermux_kv::BLOCK_BYTES,
+                    c.block_size
+                )
+            },
+        )?;
+        let volume_blocks = c.volume_blocks.ok_or_else(|| {
+            ConfigError::new("volume_blocks", "a key-value run needs the volume's size")
+        })?;
+        kv.validate(volume_blocks * c.block_size as u64)?;
+        Ok((keys, volume_blocks))
     }
 
     fn resolve_client(&self) -> Result<ClientMode, ConfigError> {

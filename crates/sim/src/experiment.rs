@@ -433,6 +433,8 @@ const RUN_COLUMNS: &[&str] = &[
     "dev1_migrated_bytes",
     "convergence_s",
     "requests",
+    "get_mean_latency_us",
+    "get_p99_latency_us",
 ];
 
 /// Result columns of a time-series sample after the swept keys and policy.
@@ -532,6 +534,9 @@ pub fn run_cells(
     cols.push(dev(1).map_or(0, |d| d.migrated_bytes).to_string());
     cols.push(num(r.convergence_s.unwrap_or(f64::NAN)));
     cols.push(r.requests.to_string());
+    let kv = r.kv.as_ref();
+    cols.push(num(kv.map_or(f64::NAN, |k| k.get_mean_latency_us)));
+    cols.push(num(kv.map_or(f64::NAN, |k| k.get_p99_latency_us)));
     for i in 2..devices {
         match dev(i) {
             Some(d) => {

@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod experiment;
+pub mod kvconfig;
 pub mod presets;
 pub mod sim;
 pub mod workload;

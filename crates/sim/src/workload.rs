@@ -265,6 +265,12 @@ impl Workload {
 
     /// The next request at time `now_ns`.
     #[inline]
+    /// Items in the working set.
+    pub fn working_set(&self) -> u64 {
+        self.working_set
+    }
+
+    /// The next request at time `now_ns`.
     pub fn next(&mut self, now_ns: u64) -> GenRequest {
         if let Some(p) = self.ratio_period_ns {
             if now_ns >= self.next_ratio_change_ns {

@@ -19,11 +19,12 @@ use tiermux_core::{
 
 use crate::config::{volume_spec, ClientMode, ConfigError, Resolved};
 pub mod converge;
+mod kv;
 mod loadx;
 mod results;
 
 pub use loadx::{load_unit_workers, run};
-pub use results::{DeviceResult, RunResult, Sample};
+pub use results::{DeviceResult, KvResult, RunResult, Sample};
 
 use crate::workload::Workload;
 use tiermux_device::{DeviceCounters, SimDevice};
@@ -55,6 +56,12 @@ enum Ev {
     },
     Issue {
         worker: u32,
+    },
+    /// A key-value client's command reaches the cache (`kv.rs`).
+    KvCommand {
+        worker: u32,
+        key: u64,
+        start_ns: u64,
     },
     Arrival,
     Tick,
@@ -88,10 +95,13 @@ impl Ord for Event {
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Sub {
+    /// The client request, or the key-value cache's storage request.
     req: u32,
     block: u64,
     version: u32,
     min_version: u32,
+    /// `req` is a key-value storage request (`kv.rs`).
+    kv: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -179,6 +189,8 @@ pub struct Simulator {
     dropped: u64,
     events_processed: u64,
     violation: Option<String>,
+    /// The key-value clients, in a key-value run.
+    kv: Option<kv::KvFront>,
 }
 
 impl Simulator {
@@ -269,6 +281,7 @@ impl Simulator {
             dropped: 0,
             events_processed: 0,
             violation: None,
+            kv: kv::front_for(&r),
             r,
         })
     }
@@ -296,8 +309,11 @@ impl Simulator {
 
     /// Runs to the end and returns the measurements.
     pub fn run(mut self) -> Result<RunResult, SimError> {
-        if self.r.cfg.prefill {
-            self.prefill();
+        match self.r.cfg.kv.as_ref().map(|k| k.prefill) {
+            Some(true) => self.kv_prefill(),
+            Some(false) => {}
+            None if self.r.cfg.prefill => self.prefill(),
+            None => {}
         }
         let schedule = self.r.cfg.client.schedule.clone();
         match self.r.client {
@@ -338,6 +354,11 @@ impl Simulator {
                     submitted_ns,
                 } => self.io_done(flight, index, device, dir, addr, data, submitted_ns),
                 Ev::Issue { worker } => self.issue(worker),
+                Ev::KvCommand {
+                    worker,
+                    key,
+                    start_ns,
+                } => self.kv_command(worker, key, start_ns),
                 Ev::Arrival => self.arrival(),
                 Ev::Tick => self.tick(),
                 Ev::Sample => self.sample(),
@@ -398,6 +419,9 @@ impl Simulator {
     }
 
     fn issue(&mut self, worker: u32) {
+        if self.kv.is_some() {
+            return self.kv_issue(worker, kv::CHOOSE_KEY);
+        }
         let g = self.workload.next(self.now);
         let req = Req {
             start_ns: self.now,
@@ -409,25 +433,32 @@ impl Simulator {
         let rid = slab_insert(&mut self.reqs, &mut self.free_reqs, req);
         for i in 0..g.blocks as u64 {
             let block = g.block + i;
-            let b = block as usize;
-            let (version, min_version) = match g.op {
-                Op::Write => {
-                    self.versions[b].issued += 1;
-                    (self.versions[b].issued, 0)
-                }
-                Op::Read => (0, self.versions[b].acked),
-            };
-            let sub = Sub {
-                req: rid,
-                block,
-                version,
-                min_version,
-            };
-            let sid = slab_insert(&mut self.subs, &mut self.free_subs, sub);
+            let sid = self.block_sub(rid, block, g.op, false);
             self.dispatcher
                 .submit(sid as u64, Access { block, op: g.op });
         }
         self.drain();
+    }
+
+    /// Records an access to `block` for request `req` with the version
+    /// checker and returns its tag for the dispatcher.
+    fn block_sub(&mut self, req: u32, block: u64, op: Op, kv: bool) -> u32 {
+        let b = block as usize;
+        let (version, min_version) = match op {
+            Op::Write => {
+                self.versions[b].issued += 1;
+                (self.versions[b].issued, 0)
+            }
+            Op::Read => (0, self.versions[b].acked),
+        };
+        let sub = Sub {
+            req,
+            block,
+            version,
+            min_version,
+            kv,
+        };
+        slab_insert(&mut self.subs, &mut self.free_subs, sub)
     }
 
     fn drain(&mut self) {
@@ -530,6 +561,9 @@ impl Simulator {
             }
         }
         self.obs.outcome(op, outcome);
+        if s.kv {
+            return self.kv_block_done(s.req);
+        }
         if op == Op::Read {
             for w in [&mut self.window, &mut self.sample_acc] {
                 match outcome {
@@ -552,6 +586,12 @@ impl Simulator {
     }
 
     fn request_done(&mut self, req: Req) {
+        self.record_request(&req);
+        self.next_for_worker(req.worker);
+    }
+
+    /// Counts a finished request in the measurements.
+    fn record_request(&mut self, req: &Req) {
         let lat = self.now - req.start_ns;
         let op = req.op.expect("request op");
         self.obs.client_op(op, req.bytes, lat);
@@ -563,17 +603,23 @@ impl Simulator {
         self.sample_acc.requests += 1;
         self.sample_acc.bytes += req.bytes;
         self.sample_acc.latency.record(lat);
-        if req.worker != u32::MAX {
-            if self.retiring > 0 {
-                self.retiring -= 1;
-                self.running_workers -= 1;
+    }
+
+    /// A closed-loop worker finished a request: it retires, or issues its
+    /// next after its think time.
+    fn next_for_worker(&mut self, worker: u32) {
+        if worker == u32::MAX {
+            return;
+        }
+        if self.retiring > 0 {
+            self.retiring -= 1;
+            self.running_workers -= 1;
+        } else {
+            let think = (self.r.cfg.client.think_time_us * 1e3) as u64;
+            if think == 0 {
+                self.issue(worker);
             } else {
-                let think = (self.r.cfg.client.think_time_us * 1e3) as u64;
-                if think == 0 {
-                    self.issue(req.worker);
-                } else {
-                    self.push(self.now + think, Ev::Issue { worker: req.worker });
-                }
+                self.push(self.now + think, Ev::Issue { worker });
             }
         }
     }

@@ -94,6 +94,27 @@ pub struct RunResult {
     /// settles ([`super::converge`]); `None` without a step or when the
     /// phase is too short to tell.
     pub convergence_s: Option<f64>,
+    /// The key-value cache's figures, in a key-value run.
+    pub kv: Option<KvResult>,
+}
+
+/// What a key-value run measures beyond the common figures (there, the
+/// requests are cache commands and `hit_ratio` is the share of GETs that
+/// found their key).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct KvResult {
+    /// Mean GET latency in the steady state, µs.
+    pub get_mean_latency_us: f64,
+    /// 99th percentile GET latency in the steady state, µs.
+    pub get_p99_latency_us: f64,
+    /// GETs in the steady state.
+    pub gets: u64,
+    /// GETs answered from DRAM in the steady state.
+    pub dram_hits: u64,
+    /// GETs answered from flash in the steady state.
+    pub flash_hits: u64,
+    /// SETs in the steady state.
+    pub sets: u64,
 }
 
 impl Simulator {
@@ -162,6 +183,10 @@ impl Simulator {
         self.measuring = true;
         self.window = Window::default();
         self.dev_at_warmup = self.devices.iter().map(|d| d.counters).collect();
+        if let Some(kv) = self.kv.as_mut() {
+            kv.get_latency.clear();
+            kv.stats_at_warmup = kv.stats();
+        }
     }
 
     pub(super) fn finish(self) -> RunResult {
@@ -196,6 +221,17 @@ impl Simulator {
             })
             .collect();
         let convergence_s = self.convergence_after_last_step();
+        let kv = self.kv.as_ref().map(|kv| {
+            let (now, then) = (kv.stats(), kv.stats_at_warmup);
+            KvResult {
+                get_mean_latency_us: kv.get_latency.mean() / 1e3,
+                get_p99_latency_us: kv.get_latency.quantile(0.99) as f64 / 1e3,
+                gets: now.gets - then.gets,
+                dram_hits: now.dram_hits - then.dram_hits,
+                flash_hits: now.flash_hits - then.flash_hits,
+                sets: now.sets - then.sets,
+            }
+        });
         RunResult {
             policy: self.r.cfg.policy.clone(),
             throughput_ops_per_s: w.requests as f64 / secs,
@@ -222,6 +258,7 @@ impl Simulator {
             dropped_requests: self.dropped,
             events: self.events_processed,
             convergence_s,
+            kv,
         }
     }
 }

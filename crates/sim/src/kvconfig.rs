@@ -1,0 +1,203 @@
+//! The `[kv]` table of a run: the simulator drives the key-value layer's
+//! cache (`tiermux-kv`, CacheLib's shape) over the volume instead of
+//! issuing block requests. The run's `[workload]` then chooses keys: its
+//! items are keys (`working_set_blocks` is the number of keys), its
+//! `write_ratio` is the share of SETs, and its pattern, scrambling and
+//! hot-spot shift apply to keys as they would to blocks.
+
+use serde::{Deserialize, Serialize};
+
+use tiermux_kv::cache::CacheConfig;
+
+use crate::config::ConfigError;
+
+/// A key-value cache and the mix of commands its clients send.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvSpec {
+    /// The DRAM cache's budget, bytes.
+    #[serde(default = "default_dram_bytes")]
+    pub dram_bytes: u64,
+    /// The share of the volume given to the small-object cache.
+    #[serde(default = "default_soc_share")]
+    pub soc_share: f64,
+    /// Items whose encoding is at most this go to the small-object cache.
+    #[serde(default = "default_small_item_max_bytes")]
+    pub small_item_max_bytes: u32,
+    /// Bytes of a large-object region.
+    #[serde(default = "default_region_bytes")]
+    pub region_bytes: u32,
+    /// Regions held in DRAM at once.
+    #[serde(default = "default_region_buffers")]
+    pub region_buffers: u32,
+    /// Smallest key, bytes (each key's size is fixed by a hash of its number).
+    #[serde(default = "default_key_bytes")]
+    pub key_bytes_min: u32,
+    /// Largest key, bytes.
+    #[serde(default = "default_key_bytes")]
+    pub key_bytes_max: u32,
+    /// Smallest value, bytes (sizes are uniform between min and max and
+    /// drawn again at every SET).
+    #[serde(default = "default_value_bytes")]
+    pub value_bytes_min: u32,
+    /// Largest value, bytes.
+    #[serde(default = "default_value_bytes")]
+    pub value_bytes_max: u32,
+    /// Share of commands that GET a key never set (CacheBench's "LoneGet").
+    #[serde(default)]
+    pub lone_get: f64,
+    /// Share of commands that SET a key never set before ("LoneSet").
+    #[serde(default)]
+    pub lone_set: f64,
+    /// Share of commands that DELete a key of the workload.
+    #[serde(default)]
+    pub del: f64,
+    /// A GET that misses is followed, after `backing_latency_us`, by a SET
+    /// of the key, by the same client (a lookaside cache).
+    #[serde(default = "default_true")]
+    pub lookaside: bool,
+    /// The backing store's latency for a lookaside miss, µs.
+    #[serde(default)]
+    pub backing_latency_us: f64,
+    /// Every SET is a read-modify-write: a GET of the key first (YCSB-F).
+    #[serde(default)]
+    pub read_modify_write: bool,
+    /// Time a command spends in the cache's code before it reaches the
+    /// DRAM cache, µs (counted in its latency).
+    #[serde(default = "default_op_cpu_us")]
+    pub op_cpu_us: f64,
+    /// Set every key, coldest first, before the run starts (in zero time;
+    /// the volume blocks written first are placed by the policy's warm-up).
+    #[serde(default = "default_true")]
+    pub prefill: bool,
+}
+
+fn default_dram_bytes() -> u64 {
+    CacheConfig::default().dram_bytes
+}
+fn default_soc_share() -> f64 {
+    CacheConfig::default().soc_share
+}
+fn default_small_item_max_bytes() -> u32 {
+    CacheConfig::default().small_item_max_bytes
+}
+fn default_region_bytes() -> u32 {
+    CacheConfig::default().region_bytes
+}
+fn default_region_buffers() -> u32 {
+    CacheConfig::default().region_buffers
+}
+fn default_key_bytes() -> u32 {
+    16
+}
+fn default_value_bytes() -> u32 {
+    1024
+}
+fn default_true() -> bool {
+    true
+}
+fn default_op_cpu_us() -> f64 {
+    2.0
+}
+
+impl Default for KvSpec {
+    fn default() -> Self {
+        toml::from_str("").expect("every field has a default")
+    }
+}
+
+/// The smallest value a run may set: room for the key number and version
+/// the checker reads back.
+pub const MIN_VALUE_BYTES: u32 = 16;
+
+fn check(field: &str, ok: bool, message: impl FnOnce() -> String) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::new(format!("kv.{field}"), message()))
+    }
+}
+
+impl KvSpec {
+    /// The cache over a volume of `volume_bytes`.
+    pub fn cache_config(&self, volume_bytes: u64, seed: u64) -> CacheConfig {
+        CacheConfig {
+            volume_bytes,
+            dram_bytes: self.dram_bytes,
+            soc_share: self.soc_share,
+            small_item_max_bytes: self.small_item_max_bytes,
+            region_bytes: self.region_bytes,
+            region_buffers: self.region_buffers,
+            generation: seed | 1,
+        }
+    }
+
+    /// Checks the spec against a volume of `volume_bytes`.
+    pub fn validate(&self, volume_bytes: u64) -> Result<(), ConfigError> {
+        let cache = self.cache_config(volume_bytes, 1);
+        cache
+            .validate()
+            .map_err(|e| ConfigError::new(format!("kv.{}", e.field), e.problem))?;
+        check(
+            "key_bytes_min",
+            (8..=self.key_bytes_max).contains(&self.key_bytes_min)
+                && self.key_bytes_max as usize <= tiermux_kv::item::MAX_KEY_BYTES,
+            || {
+                format!(
+                    "keys of {} to {} bytes: need 8 <= min <= max <= {}",
+                    self.key_bytes_min,
+                    self.key_bytes_max,
+                    tiermux_kv::item::MAX_KEY_BYTES
+                )
+            },
+        )?;
+        check(
+            "value_bytes_min",
+            (MIN_VALUE_BYTES..=self.value_bytes_max).contains(&self.value_bytes_min),
+            || {
+                format!(
+                    "values of {} to {} bytes: need {MIN_VALUE_BYTES} <= min <= max",
+                    self.value_bytes_min, self.value_bytes_max
+                )
+            },
+        )?;
+        let probe = tiermux_kv::Cache::new(cache).expect("validated");
+        let room = probe.max_value_bytes(self.key_bytes_max as usize);
+        check(
+            "value_bytes_max",
+            self.value_bytes_max as usize <= room,
+            || {
+                format!(
+                    "{} bytes do not fit the cache (at most {room} with {}-byte keys)",
+                    self.value_bytes_max, self.key_bytes_max
+                )
+            },
+        )?;
+        for (field, share) in [
+            ("lone_get", self.lone_get),
+            ("lone_set", self.lone_set),
+            ("del", self.del),
+        ] {
+            check(field, (0.0..=1.0).contains(&share), || {
+                format!("must be in [0, 1], got {share}")
+            })?;
+        }
+        check(
+            "lone_get",
+            self.lone_get + self.lone_set + self.del <= 1.0,
+            || "lone_get + lone_set + del is more than 1".into(),
+        )?;
+        for (field, v) in [
+            ("backing_latency_us", self.backing_latency_us),
+            ("op_cpu_us", self.op_cpu_us),
+        ] {
+            check(field, v.is_finite() && v >= 0.0, || {
+                format!("must be at least 0, got {v}")
+            })?;
+        }
+        check("op_cpu_us", self.op_cpu_us > 0.0, || {
+            "must be positive: a command that takes no time would let a client loop forever in DRAM"
+                .into()
+        })
+    }
+}

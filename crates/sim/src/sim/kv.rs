@@ -1,0 +1,609 @@
+//! The key-value front of the simulator: clients send commands to the
+//! key-value layer's cache machine (`tiermux-kv`), and the machine's
+//! block-aligned storage requests become block accesses of the volume,
+//! run by the policy over the simulated devices like any client's.
+//!
+//! The volume's blocks hold bytes here (a logical store applied when a
+//! request's last block completes), since the machine reads back what it
+//! wrote. The block version checker still checks every block read, and a
+//! second checker checks every value a GET returns: a value names its key
+//! and version in its first bytes, and its length and filler follow from
+//! them, so a GET must return a whole value of its own key that is not
+//! older than the last SET acknowledged before it began.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use tiermux_core::rng::{splitmix64, Rng};
+use tiermux_core::{Access, Histogram, Op};
+use tiermux_kv::{Cache, CacheStats, Command, IoKind, IoRequest, Reply};
+
+use super::{Ev, Req, Simulator, Versions};
+use crate::kvconfig::KvSpec;
+use crate::workload::{volume_blocks_needed, Workload};
+
+/// A client command chosen by [`Ev::KvCommand`] when it names no key.
+pub(super) const CHOOSE_KEY: u64 = u64::MAX;
+
+/// Key numbers from here up are the lone keys, each used once.
+const FIRST_LONE_KEY: u64 = 1 << 40;
+
+/// A storage request of the cache in flight on the volume.
+struct KvIo {
+    id: tiermux_kv::IoId,
+    offset: u64,
+    len_bytes: u64,
+    write: Option<Vec<u8>>,
+    blocks_left: u32,
+}
+
+/// What a command in flight was, for its reply.
+#[derive(Clone, Copy, Debug)]
+enum What {
+    /// A GET; `then_set` when a read-modify-write's SET follows it.
+    Get {
+        min_version: u32,
+        then_set: bool,
+        lone: bool,
+    },
+    Set {
+        version: u32,
+        bytes: u32,
+    },
+    Del {
+        version: u32,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct KvOp {
+    worker: u32,
+    start_ns: u64,
+    key: u64,
+    what: What,
+}
+
+/// The key-value clients' state and the cache machine.
+pub(super) struct KvFront {
+    spec: KvSpec,
+    cache: Cache,
+    keys: Workload,
+    rng: Rng,
+    store: Vec<u8>,
+    ios: Vec<Option<KvIo>>,
+    free_ios: Vec<u32>,
+    ops: HashMap<u64, KvOp>,
+    next_tag: u64,
+    versions: HashMap<u64, Versions>,
+    /// Blocks in flight: readers (> 0) or a writer (-1).
+    busy_blocks: HashMap<u64, i32>,
+    next_lone: u64,
+    /// GET latencies since measuring began.
+    pub(super) get_latency: Histogram,
+    /// The cache's counters when measuring began.
+    pub(super) stats_at_warmup: CacheStats,
+}
+
+/// A deterministic size in `min..=max` for `seed`.
+fn size_between(min: u32, max: u32, seed: u64) -> u32 {
+    min + (splitmix64(seed) % (max - min + 1) as u64) as u32
+}
+
+impl KvFront {
+    /// The front for a run: the cache over a volume of `volume_bytes`,
+    /// keys chosen by the run's workload.
+    pub(super) fn new(
+        spec: &KvSpec,
+        workload: &crate::workload::WorkloadSpec,
+        keys: u64,
+        volume_bytes: u64,
+        seed: u64,
+    ) -> KvFront {
+        let cache = Cache::new(spec.cache_config(volume_bytes, seed))
+            .expect("the key-value spec was validated");
+        let key_space = volume_blocks_needed(workload, keys);
+        KvFront {
+            spec: spec.clone(),
+            cache,
+            keys: Workload::new(workload, keys, key_space, seed ^ 0x4B56),
+            rng: Rng::new(seed ^ 0x4B56_C11E),
+            store: vec![0; volume_bytes as usize],
+            ios: Vec::new(),
+            free_ios: Vec::new(),
+            ops: HashMap::new(),
+            next_tag: 0,
+            versions: HashMap::new(),
+            busy_blocks: HashMap::new(),
+            next_lone: FIRST_LONE_KEY,
+            get_latency: Histogram::new(),
+            stats_at_warmup: CacheStats::default(),
+        }
+    }
+
+    /// The cache's counters so far.
+    pub(super) fn stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    fn key_bytes(&self, key: u64) -> Bytes {
+        let s = &self.spec;
+        let digits = key.to_string();
+        let len =
+            (size_between(s.key_bytes_min, s.key_bytes_max, key) as usize).max(digits.len() + 1);
+        let mut k = Vec::with_capacity(len);
+        k.push(b'k');
+        k.resize(len - digits.len(), b'0');
+        k.extend_from_slice(digits.as_bytes());
+        Bytes::from(k)
+    }
+
+    fn value_len(&self, key: u64, version: u32) -> u32 {
+        let s = &self.spec;
+        size_between(
+            s.value_bytes_min,
+            s.value_bytes_max,
+            key ^ (version as u64) << 44,
+        )
+    }
+
+    fn value(&self, key: u64, version: u32) -> Bytes {
+        let len = self.value_len(key, version) as usize;
+        let mut v = vec![filler(key, version); len];
+        v[..8].copy_from_slice(&key.to_le_bytes());
+        v[8..12].copy_from_slice(&version.to_le_bytes());
+        v[12..16].copy_from_slice(&(len as u32).to_le_bytes());
+        Bytes::from(v)
+    }
+
+    /// Why `value`, returned by a GET of `key` that began after version
+    /// `min_version` was acknowledged, is wrong; `None` if it is right.
+    fn wrong_value(&self, key: u64, min_version: u32, value: &[u8]) -> Option<String> {
+        if value.len() < 16 {
+            return Some(format!("a value of {} bytes", value.len()));
+        }
+        let word = |at: usize| u32::from_le_bytes(value[at..at + 4].try_into().expect("4 bytes"));
+        let named = u64::from_le_bytes(value[..8].try_into().expect("8 bytes"));
+        let version = word(8);
+        let issued = self.versions.get(&key).map_or(0, |v| v.issued);
+        if named != key {
+            return Some(format!("the value of key {named}"));
+        }
+        if version < min_version || version > issued {
+            return Some(format!(
+                "version {version}, where {min_version} was acknowledged first and {issued} is the newest"
+            ));
+        }
+        let want = self.value_len(key, version);
+        if value.len() != want as usize || word(12) != want {
+            return Some(format!("{} bytes of a {want}-byte value", value.len()));
+        }
+        let fill = filler(key, version);
+        (!value[16..].iter().all(|&b| b == fill))
+            .then(|| format!("version {version} with damaged bytes"))
+    }
+
+    /// Sets every key, coldest first, with storage that completes at once;
+    /// returns the volume blocks written, most recently written first.
+    pub(super) fn prefill(&mut self) -> Vec<u64> {
+        let keys = self.keys.working_set();
+        let mut written: Vec<u64> = Vec::new();
+        for rank in (0..keys).rev() {
+            let key = self.keys.block_of_rank(rank);
+            let version = self.next_version(key);
+            self.versions.get_mut(&key).expect("just issued").acked = version;
+            let cmd = Command::Set {
+                key: self.key_bytes(key),
+                value: self.value(key, version),
+                expires_at_ms: 0,
+            };
+            self.cache.submit(u64::MAX, cmd, 0);
+            while let Some(io) = self.cache.pop_io() {
+                let at = io.offset as usize;
+                match io.kind {
+                    IoKind::Write { data } => {
+                        self.store[at..at + data.len()].copy_from_slice(&data);
+                        let first = io.offset / tiermux_kv::BLOCK_BYTES;
+                        let n = data.len() as u64 / tiermux_kv::BLOCK_BYTES;
+                        written.extend(first..first + n);
+                        self.cache.complete(io.id, Ok(&[]));
+                    }
+                    IoKind::Read { len_bytes } => {
+                        let end = at + len_bytes as usize;
+                        let (cache, store) = (&mut self.cache, &self.store);
+                        cache.complete(io.id, Ok(&store[at..end]));
+                    }
+                }
+            }
+            while self.cache.pop_reply().is_some() {}
+        }
+        let mut seen = std::collections::HashSet::new();
+        written.reverse();
+        written.retain(|b| seen.insert(*b));
+        written
+    }
+
+    fn next_version(&mut self, key: u64) -> u32 {
+        let v = self.versions.entry(key).or_default();
+        v.issued += 1;
+        v.issued
+    }
+
+    fn acked(&mut self, key: u64, version: u32) {
+        let v = self.versions.get_mut(&key).expect("a version was issued");
+        v.acked = v.acked.max(version);
+    }
+
+    /// Starts a command for `worker`: a SET of `key`, or one the workload
+    /// chooses when `key` is [`CHOOSE_KEY`].
+    fn start(&mut self, worker: u32, key: u64, start_ns: u64) {
+        let s = &self.spec;
+        let (key, what) = if key != CHOOSE_KEY {
+            (key, None)
+        } else {
+            let u = self.rng.next_f64();
+            if u < s.lone_get {
+                self.next_lone += 1;
+                (self.next_lone, Some((true, false)))
+            } else if u < s.lone_get + s.lone_set {
+                self.next_lone += 1;
+                (self.next_lone, None)
+            } else if u < s.lone_get + s.lone_set + s.del {
+                let key = self.keys.next(start_ns).block;
+                let version = self.next_version(key);
+                let tag = self.op(worker, start_ns, key, What::Del { version });
+                let cmd = Command::Del {
+                    key: self.key_bytes(key),
+                };
+                self.cache.submit(tag, cmd, start_ns / 1_000_000);
+                return;
+            } else {
+                let g = self.keys.next(start_ns);
+                match g.op {
+                    Op::Read => (g.block, Some((false, false))),
+                    Op::Write if s.read_modify_write => (g.block, Some((false, true))),
+                    Op::Write => (g.block, None),
+                }
+            }
+        };
+        let now_ms = start_ns / 1_000_000;
+        match what {
+            Some((lone, then_set)) => {
+                let min_version = self.versions.get(&key).map_or(0, |v| v.acked);
+                let what = What::Get {
+                    min_version,
+                    then_set,
+                    lone,
+                };
+                let tag = self.op(worker, start_ns, key, what);
+                let cmd = Command::Get {
+                    key: self.key_bytes(key),
+                };
+                self.cache.submit(tag, cmd, now_ms);
+            }
+            None => {
+                let version = self.next_version(key);
+                let value = self.value(key, version);
+                let what = What::Set {
+                    version,
+                    bytes: value.len() as u32,
+                };
+                let tag = self.op(worker, start_ns, key, what);
+                let cmd = Command::Set {
+                    key: self.key_bytes(key),
+                    value,
+                    expires_at_ms: 0,
+                };
+                self.cache.submit(tag, cmd, now_ms);
+            }
+        }
+    }
+
+    fn op(&mut self, worker: u32, start_ns: u64, key: u64, what: What) -> u64 {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.ops.insert(
+            tag,
+            KvOp {
+                worker,
+                start_ns,
+                key,
+                what,
+            },
+        );
+        tag
+    }
+
+    /// Marks the blocks of a request busy, asserting the machine's rule
+    /// that no read overlaps a write in flight.
+    fn take_blocks(&mut self, first: u64, n: u64, write: bool) {
+        for b in first..first + n {
+            let e = self.busy_blocks.entry(b).or_insert(0);
+            assert!(
+                *e == 0 || (!write && *e > 0),
+                "the key-value cache overlapped a write with another request at block {b}"
+            );
+            *e = if write { -1 } else { *e + 1 };
+        }
+    }
+
+    fn release_blocks(&mut self, first: u64, n: u64) {
+        for b in first..first + n {
+            let e = self.busy_blocks.get_mut(&b).expect("a busy block");
+            *e = if *e < 0 { 0 } else { *e - 1 };
+            if *e == 0 {
+                self.busy_blocks.remove(&b);
+            }
+        }
+    }
+}
+
+fn filler(key: u64, version: u32) -> u8 {
+    (splitmix64(key ^ (version as u64) << 40) & 0xff) as u8
+}
+
+/// Where a command's reply leaves its client.
+enum Then {
+    /// Issue the next command.
+    Next,
+    /// SET the key after this delay, ns.
+    Set { key: u64, after_ns: u64 },
+}
+
+impl Simulator {
+    fn kv(&mut self) -> &mut KvFront {
+        self.kv.as_mut().expect("a key-value run")
+    }
+
+    /// A client begins a command: it reaches the cache after the
+    /// command's CPU time.
+    pub(super) fn kv_issue(&mut self, worker: u32, key: u64) {
+        let cpu_ns = (self.kv().spec.op_cpu_us * 1e3) as u64;
+        let start_ns = self.now;
+        self.push(
+            self.now + cpu_ns.max(1),
+            Ev::KvCommand {
+                worker,
+                key,
+                start_ns,
+            },
+        );
+    }
+
+    pub(super) fn kv_command(&mut self, worker: u32, key: u64, start_ns: u64) {
+        self.kv().start(worker, key, start_ns);
+        self.kv_pump();
+    }
+
+    /// Moves the cache's storage requests to the volume and its replies to
+    /// their clients until it has none.
+    fn kv_pump(&mut self) {
+        loop {
+            let kv = self.kv();
+            if let Some(io) = kv.cache.pop_io() {
+                self.kv_submit(io);
+            } else if let Some((tag, reply)) = kv.cache.pop_reply() {
+                self.kv_reply(tag, reply);
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn kv_submit(&mut self, io: IoRequest) {
+        let bs = self.block_size;
+        let first = io.offset / bs;
+        let len_bytes = io.len_bytes();
+        let n = len_bytes / bs;
+        let (op, write) = match io.kind {
+            IoKind::Read { .. } => (Op::Read, None),
+            IoKind::Write { data } => (Op::Write, Some(data)),
+        };
+        let kv = self.kv();
+        kv.take_blocks(first, n, write.is_some());
+        let slot = match kv.free_ios.pop() {
+            Some(i) => i,
+            None => {
+                kv.ios.push(None);
+                (kv.ios.len() - 1) as u32
+            }
+        };
+        kv.ios[slot as usize] = Some(KvIo {
+            id: io.id,
+            offset: io.offset,
+            len_bytes,
+            write,
+            blocks_left: n as u32,
+        });
+        for block in first..first + n {
+            let sid = self.block_sub(slot, block, op, true);
+            self.dispatcher.submit(sid as u64, Access { block, op });
+        }
+        self.drain();
+    }
+
+    /// A block of the cache's request `slot` was acknowledged.
+    pub(super) fn kv_block_done(&mut self, slot: u32) {
+        let kv = self.kv();
+        let io = kv.ios[slot as usize].as_mut().expect("a request in flight");
+        io.blocks_left -= 1;
+        if io.blocks_left > 0 {
+            return;
+        }
+        let io = kv.ios[slot as usize].take().expect("a request in flight");
+        kv.free_ios.push(slot);
+        let bs = tiermux_kv::BLOCK_BYTES;
+        kv.release_blocks(io.offset / bs, io.len_bytes / bs);
+        let at = io.offset as usize;
+        match io.write {
+            Some(data) => {
+                kv.store[at..at + data.len()].copy_from_slice(&data);
+                kv.cache.complete(io.id, Ok(&[]));
+            }
+            None => {
+                let end = at + io.len_bytes as usize;
+                let (cache, store) = (&mut kv.cache, &kv.store);
+                cache.complete(io.id, Ok(&store[at..end]));
+            }
+        }
+        self.kv_pump();
+    }
+
+    fn kv_reply(&mut self, tag: u64, reply: Reply) {
+        let now = self.now;
+        let kv = self.kv.as_mut().expect("a key-value run");
+        let op = kv.ops.remove(&tag).expect("a reply to a command in flight");
+        let mut then = Then::Next;
+        let mut wrong = None;
+        let (req_op, bytes) = match (op.what, &reply) {
+            (
+                What::Get {
+                    min_version,
+                    then_set,
+                    lone,
+                },
+                Reply::Value(v),
+            ) => {
+                wrong = v
+                    .as_ref()
+                    .and_then(|v| kv.wrong_value(op.key, min_version, v));
+                kv.get_latency.record(now - op.start_ns);
+                let hit = v.is_some();
+                if then_set || (!hit && !lone && kv.spec.lookaside) {
+                    let backing_ns = (kv.spec.backing_latency_us * 1e3) as u64;
+                    then = Then::Set {
+                        key: op.key,
+                        after_ns: if hit { 0 } else { backing_ns },
+                    };
+                }
+                for w in [&mut self.window, &mut self.sample_acc] {
+                    w.read_hits += hit as u64;
+                    w.read_misses += !hit as u64;
+                }
+                (Op::Read, v.as_ref().map_or(0, |v| v.len() as u64))
+            }
+            (What::Set { version, bytes }, Reply::Stored) => {
+                kv.acked(op.key, version);
+                (Op::Write, bytes as u64)
+            }
+            (What::Del { version }, Reply::Count(_)) => {
+                kv.acked(op.key, version);
+                (Op::Write, 0)
+            }
+            (what, reply) => {
+                let wrong = format!("the reply {reply:?} to {what:?}");
+                return self.kv_violation(op.key, &wrong);
+            }
+        };
+        if let Some(wrong) = wrong {
+            self.kv_violation(op.key, &wrong);
+        }
+        let req = Req {
+            start_ns: op.start_ns,
+            op: Some(req_op),
+            blocks_left: 0,
+            bytes,
+            worker: op.worker,
+        };
+        self.record_request(&req);
+        match then {
+            Then::Next => self.next_for_worker(op.worker),
+            Then::Set { key, after_ns } => {
+                let cpu_ns = (self.kv().spec.op_cpu_us * 1e3) as u64;
+                let start_ns = now + after_ns;
+                let ev = Ev::KvCommand {
+                    worker: op.worker,
+                    key,
+                    start_ns,
+                };
+                self.push(start_ns + cpu_ns.max(1), ev);
+            }
+        }
+    }
+
+    fn kv_violation(&mut self, key: u64, wrong: &str) {
+        if self.violation.is_none() {
+            self.violation = Some(format!(
+                "policy '{}' at t={} ns: a GET of key {key} returned {wrong}",
+                self.dispatcher.policy().name(),
+                self.now
+            ));
+        }
+    }
+
+    /// Sets every key before the run and warms the policy with the blocks
+    /// written, most recent first.
+    pub(super) fn kv_prefill(&mut self) {
+        let blocks = self.kv().prefill();
+        for b in blocks {
+            if !self.dispatcher.warm(b) {
+                break;
+            }
+        }
+    }
+}
+
+/// Builds the front of a key-value run, or none for a block run.
+pub(super) fn front_for(r: &crate::config::Resolved) -> Option<KvFront> {
+    let spec = r.cfg.kv.as_ref()?;
+    let volume_bytes = r.volume_blocks * r.cfg.block_size as u64;
+    Some(KvFront::new(
+        spec,
+        &r.cfg.workload,
+        r.working_set,
+        volume_bytes,
+        r.cfg.seed,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::WorkloadSpec;
+
+    fn front() -> KvFront {
+        let spec = KvSpec {
+            value_bytes_min: 16,
+            value_bytes_max: 3000,
+            ..KvSpec::default()
+        };
+        let workload = WorkloadSpec::default();
+        let mut f = KvFront::new(&spec, &workload, 100, 64 << 20, 1);
+        for _ in 0..3 {
+            f.next_version(7);
+        }
+        f
+    }
+
+    #[test]
+    fn the_value_checker_refuses_every_kind_of_wrong_value() {
+        let f = front();
+        let good = f.value(7, 2);
+        assert_eq!(f.wrong_value(7, 2, &good), None);
+        assert_eq!(f.wrong_value(7, 1, &good), None);
+        let too_old = f.wrong_value(7, 3, &good).unwrap();
+        assert!(too_old.contains("version 2, where 3"), "{too_old}");
+        assert!(f.wrong_value(8, 0, &good).unwrap().contains("key 7"));
+        let never_set = f.value(7, 4);
+        assert!(f.wrong_value(7, 0, &never_set).is_some());
+        let short = &good[..good.len() - 1];
+        assert!(f.wrong_value(7, 0, short).unwrap().contains("bytes of a"));
+        let mut damaged = good.to_vec();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        assert!(f.wrong_value(7, 0, &damaged).unwrap().contains("damaged"));
+        assert!(f.wrong_value(7, 0, &good[..10]).is_some());
+    }
+
+    #[test]
+    fn keys_have_their_configured_sizes() {
+        let mut f = front();
+        f.spec.key_bytes_min = 10;
+        f.spec.key_bytes_max = 20;
+        for key in [0, 5, 123_456, FIRST_LONE_KEY + 3] {
+            let k = f.key_bytes(key);
+            assert!((10..=20).contains(&k.len()), "{k:?}");
+            assert!(k.ends_with(key.to_string().as_bytes()));
+        }
+        assert_ne!(f.key_bytes(1), f.key_bytes(10));
+    }
+}

@@ -1,0 +1,199 @@
+//! The key-value cache over every registered policy in virtual time:
+//! randomized runs with small volumes, so that DRAM, the small-object
+//! buckets and the large-object regions all evict, and with SETs, DELs,
+//! read-modify-writes and keys never set. The simulator checks every block
+//! read (the version checker) and every value a GET returns (key, version
+//! not older than the last acknowledged SET, length and bytes).
+
+use proptest::prelude::*;
+use tiermux_sim::kvconfig::KvSpec;
+use tiermux_sim::{run, SimConfig};
+
+#[path = "common/configs.rs"]
+mod configs;
+use configs::{config, policies};
+
+/// A key-value run of `policy` over a volume of `volume_blocks`.
+#[allow(clippy::too_many_arguments)]
+fn kv_config(
+    policy: &str,
+    pat: u8,
+    write_ratio: f64,
+    workers: u32,
+    cache_blocks: u64,
+    kv: KvSpec,
+    keys: u64,
+    seed: u64,
+) -> SimConfig {
+    let mut c = config(
+        policy,
+        ["wa", "wt", "wb"][seed as usize % 3],
+        "lru",
+        "sync",
+        pat,
+        write_ratio,
+        1.0,
+        1,
+        workers,
+        cache_blocks,
+        seed,
+    );
+    c.workload.working_set_blocks = Some(keys);
+    c.volume_blocks = Some(cache_blocks * 3 + 2048);
+    c.duration_s = 0.03;
+    c.kv = Some(kv);
+    c
+}
+
+fn spec(soc_share: f64, value_max: u32, dram_kib: u64, mix: [f64; 3], rmw: bool) -> KvSpec {
+    KvSpec {
+        dram_bytes: dram_kib << 10,
+        soc_share,
+        region_bytes: 64 << 10,
+        region_buffers: 2,
+        value_bytes_min: 16,
+        value_bytes_max: value_max,
+        key_bytes_max: 40,
+        lone_get: mix[0],
+        lone_set: mix[1],
+        del: mix[2],
+        read_modify_write: rmw,
+        backing_latency_us: 30.0,
+        ..KvSpec::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn gets_return_the_last_acknowledged_set(
+        policy in prop::sample::select(policies()),
+        pat in 0u8..5,
+        write_ratio in 0.0f64..0.6,
+        workers in 1u32..64,
+        cache_blocks in 64u64..600,
+        soc_share in prop::sample::select(vec![0.0, 0.3, 0.7, 1.0]),
+        value_max in 16u32..9000,
+        dram_kib in 16u64..512,
+        lone_get in 0.0f64..0.1,
+        lone_set in 0.0f64..0.1,
+        del in 0.0f64..0.1,
+        rmw in any::<bool>(),
+        keys in 500u64..30_000,
+        seed in 0u64..1_000_000,
+    ) {
+        let value_max = if soc_share == 1.0 { value_max.min(1900) } else { value_max };
+        let kv = spec(soc_share, value_max, dram_kib, [lone_get, lone_set, del], rmw);
+        let c = kv_config(policy, pat, write_ratio, workers, cache_blocks, kv, keys, seed);
+        let r = run(&c).map_err(|e| TestCaseError::fail(format!("{policy}: {e}")))?;
+        let k = r.kv.as_ref().expect("key-value figures");
+        prop_assert!(k.gets > 0, "{policy}: no GETs");
+        prop_assert!(r.reads_checked > 0 || k.flash_hits == 0);
+    }
+}
+
+/// Every policy, with both flash caches evicting and all command kinds:
+/// flash serves hits, and the volume's reads are checked.
+#[test]
+fn every_policy_serves_flash_hits() {
+    for policy in policies() {
+        let kv = spec(0.5, 6000, 64, [0.02, 0.02, 0.02], false);
+        let c = kv_config(policy, 1, 0.2, 32, 256, kv, 20_000, 7);
+        let r = run(&c).unwrap_or_else(|e| panic!("{policy}: {e}"));
+        let k = r.kv.as_ref().unwrap();
+        assert!(
+            k.flash_hits > 100 && r.reads_checked > 100,
+            "{policy}: {} flash hits, {} block reads",
+            k.flash_hits,
+            r.reads_checked
+        );
+        assert!(
+            r.hit_ratio > 0.0 && r.hit_ratio < 1.0,
+            "{policy}: {}",
+            r.hit_ratio
+        );
+    }
+}
+
+/// The same seed gives the same run.
+#[test]
+fn a_key_value_run_is_deterministic() {
+    let kv = spec(0.4, 5000, 128, [0.01, 0.01, 0.01], true);
+    let c = kv_config("most", 2, 0.3, 16, 300, kv, 10_000, 3);
+    assert_eq!(run(&c).unwrap(), run(&c).unwrap());
+}
+
+/// A lookaside miss costs the backing store's latency; with every key
+/// cached in DRAM and no misses, GETs take only the command's CPU time.
+#[test]
+fn lookaside_misses_wait_for_the_backing_store() {
+    let mut kv = spec(0.5, 64, 1 << 14, [0.0, 0.0, 0.0], false);
+    kv.op_cpu_us = 3.0;
+    let c = kv_config("classic", 0, 0.0, 4, 256, kv.clone(), 1000, 1);
+    let all_dram = run(&c).unwrap();
+    assert_eq!(all_dram.hit_ratio, 1.0);
+    assert!(
+        (all_dram.mean_latency_us - 3.0).abs() < 0.01,
+        "{}",
+        all_dram.mean_latency_us
+    );
+    kv.prefill = false;
+    kv.backing_latency_us = 500.0;
+    let c = kv_config("classic", 0, 0.0, 4, 256, kv, 1000, 1);
+    let cold = run(&c).unwrap();
+    assert!(cold.hit_ratio < 1.0);
+    // Each miss holds its client for the backing store's 500 µs.
+    let misses = cold.kv.as_ref().unwrap().gets as f64 * (1.0 - cold.hit_ratio);
+    assert!(misses > 0.0);
+    assert!(cold.throughput_ops_per_s < all_dram.throughput_ops_per_s / 10.0);
+}
+
+/// Sizes the cache cannot hold and a missing volume size are refused by name.
+#[test]
+fn bad_key_value_configs_name_the_field() {
+    let mut c = kv_config(
+        "classic",
+        0,
+        0.0,
+        4,
+        256,
+        spec(0.5, 64, 64, [0.0; 3], false),
+        100,
+        1,
+    );
+    c.volume_blocks = None;
+    let e = c.resolve().unwrap_err().to_string();
+    assert!(e.starts_with("volume_blocks:"), "{e}");
+    let c = kv_config(
+        "classic",
+        0,
+        0.0,
+        4,
+        256,
+        spec(0.5, 70_000, 64, [0.0; 3], false),
+        100,
+        1,
+    );
+    let e = c.resolve().unwrap_err().to_string();
+    assert!(e.starts_with("kv.value_bytes_max:"), "{e}");
+    let c = kv_config(
+        "classic",
+        0,
+        0.0,
+        4,
+        256,
+        spec(0.5, 64, 64, [0.6, 0.6, 0.0], false),
+        100,
+        1,
+    );
+    let e = c.resolve().unwrap_err().to_string();
+    assert!(e.starts_with("kv.lone_get:"), "{e}");
+    let mut kv = spec(0.5, 64, 64, [0.0; 3], false);
+    kv.op_cpu_us = 0.0;
+    let e = kv_config("classic", 0, 0.0, 4, 256, kv, 100, 1)
+        .resolve()
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("kv.op_cpu_us:"), "{e}");
+}

@@ -1,4 +1,4 @@
-//! `tiermux kv serve CONFIG`: a key-value cache on a tiermux volume behind
+//! `tiermux kv serve CONFIG` (`tiermux kv bench` is in `kv_bench.rs`): a key-value cache on a tiermux volume behind
 //! the Redis protocol, until SIGINT or SIGTERM. The config is a volume
 //! config (devices, policy) with a `[kv]` table for the cache.
 
@@ -29,6 +29,9 @@ pub enum KvCmd {
         #[arg(long, default_value = ".")]
         data_dir: PathBuf,
     },
+    /// Run a named key-value workload on the cache over a simulated
+    /// hierarchy, for several policies side by side (virtual time).
+    Bench(crate::kv_bench::KvBenchArgs),
 }
 
 /// The `[kv]` table.
@@ -125,6 +128,7 @@ pub fn run(cmd: KvCmd) -> Result<()> {
             listen,
             data_dir,
         } => serve(&config, listen.as_deref(), &data_dir),
+        KvCmd::Bench(args) => crate::kv_bench::run(args),
     }
 }
 

@@ -12,6 +12,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod kv_bench;
 mod kv_cmd;
 mod profiles;
 mod serve;

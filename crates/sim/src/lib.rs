@@ -11,6 +11,7 @@
 pub mod config;
 pub mod experiment;
 pub mod kvconfig;
+pub mod kvworkloads;
 pub mod presets;
 pub mod sim;
 pub mod workload;

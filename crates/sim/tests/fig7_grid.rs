@@ -61,7 +61,10 @@ fn nhc_is_never_more_than_3_percent_below_classic() {
 fn every_experiment_file_parses() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
+    let files = std::fs::read_dir(&dir)
+        .unwrap()
+        .chain(std::fs::read_dir(dir.join("kv")).unwrap());
+    for entry in files {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
             let exp = Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -73,5 +76,5 @@ fn every_experiment_file_parses() {
             n += 1;
         }
     }
-    assert!(n >= 7, "found {n} experiment files");
+    assert!(n >= 10, "found {n} experiment files");
 }

@@ -1,0 +1,158 @@
+//! `tiermux kv bench`: a named key-value workload (YCSB, CacheBench's
+//! mixes, Meta's production mixes, bursts, a hot-spot shift) on the
+//! key-value cache over a simulated hierarchy, for one or more policies
+//! side by side, in virtual time.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use tiermux_sim::experiment::run_all;
+use tiermux_sim::kvconfig::KvSpec;
+use tiermux_sim::kvworkloads::{apply_kv_workload, KvKnobs, KV_WORKLOADS};
+use tiermux_sim::{ClientSpec, RunResult, SimConfig};
+
+/// The options of `tiermux kv bench`.
+#[derive(Args, Debug)]
+pub struct KvBenchArgs {
+    /// The workload (`--list` names them).
+    #[arg(long, default_value = "ycsb-c")]
+    workload: String,
+    /// List the workloads and stop.
+    #[arg(long)]
+    list: bool,
+    /// Policies to compare, comma-separated; ratios are to the first.
+    #[arg(long, default_value = "classic,nhc", value_delimiter = ',')]
+    policy: Vec<String>,
+    /// Device profiles, fastest first, comma-separated.
+    #[arg(
+        long,
+        default_value = "optane-905p,flash-970pro",
+        value_delimiter = ','
+    )]
+    devices: Vec<String>,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 32)]
+    threads: u32,
+    /// Keys in the workload.
+    #[arg(long, default_value_t = KvKnobs::default().keys)]
+    keys: u64,
+    /// Zipfian skew.
+    #[arg(long, default_value_t = KvKnobs::default().theta)]
+    theta: f64,
+    /// Value size, bytes (workloads with their own sizes ignore it).
+    #[arg(long, default_value_t = KvKnobs::default().value_bytes)]
+    value_bytes: u32,
+    /// The first device's capacity, MiB.
+    #[arg(long, default_value_t = 256)]
+    perf_mib: u64,
+    /// The volume (the flash cache), MiB.
+    #[arg(long, default_value_t = 1024)]
+    volume_mib: u64,
+    /// The DRAM cache, MiB.
+    #[arg(long, default_value_t = 4.0)]
+    dram_mib: f64,
+    /// The backing store's latency for a lookaside miss, µs.
+    #[arg(long, default_value_t = 1500.0)]
+    backing_us: f64,
+    /// Simulated seconds.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Leading seconds left out of the figures.
+    #[arg(long, default_value_t = 6.0)]
+    warmup: f64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl KvBenchArgs {
+    fn config(&self, policy: &str) -> Result<SimConfig> {
+        let mib_blocks = (1 << 20) / tiermux_kv::BLOCK_BYTES;
+        let mut cfg = SimConfig {
+            devices: self.devices.clone(),
+            policy: policy.to_string(),
+            cache_blocks: self.perf_mib * mib_blocks,
+            volume_blocks: Some(self.volume_mib * mib_blocks),
+            duration_s: self.duration,
+            warmup_s: self.warmup,
+            seed: self.seed,
+            sample_interval_ms: 500.0,
+            client: ClientSpec {
+                workers: Some(self.threads),
+                ..ClientSpec::default()
+            },
+            kv: Some(KvSpec {
+                dram_bytes: (self.dram_mib * (1 << 20) as f64) as u64,
+                backing_latency_us: self.backing_us,
+                ..KvSpec::default()
+            }),
+            ..SimConfig::default()
+        };
+        let knobs = KvKnobs {
+            keys: self.keys,
+            theta: self.theta,
+            value_bytes: self.value_bytes,
+        };
+        apply_kv_workload(&self.workload, &knobs, &mut cfg)
+            .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
+        cfg.resolve()?;
+        Ok(cfg)
+    }
+}
+
+/// Runs `tiermux kv bench`.
+pub fn run(args: KvBenchArgs) -> Result<()> {
+    if args.list {
+        for w in KV_WORKLOADS {
+            println!("{:<16} {}", w.name, w.about);
+        }
+        return Ok(());
+    }
+    if args.policy.is_empty() {
+        bail!("--policy: name at least one policy");
+    }
+    let configs = args
+        .policy
+        .iter()
+        .map(|p| args.config(p))
+        .collect::<Result<Vec<_>>>()?;
+    println!(
+        "tiermux kv bench: {} on {}, {} clients, {} keys, {:.0} s simulated ({:.0} s warm-up)",
+        args.workload,
+        args.devices.join("+"),
+        args.threads,
+        args.keys,
+        args.duration,
+        args.warmup
+    );
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = run_all(&configs, threads, &|_| {});
+    let mut rows: Vec<RunResult> = Vec::new();
+    for (p, r) in args.policy.iter().zip(results) {
+        rows.push(r.map_err(|e| anyhow::anyhow!("{p}: {e}"))?);
+    }
+    print_table(&rows);
+    Ok(())
+}
+
+fn print_table(rows: &[RunResult]) {
+    println!(
+        "{:<10} {:>12} {:>7} {:>10} {:>10} {:>8} {:>10} {:>10}",
+        "policy", "ops/s", "ratio", "get µs", "get p99", "hits", "dev0 MB/s", "dev1 MB/s"
+    );
+    let first = rows[0].throughput_ops_per_s;
+    for r in rows {
+        let kv = r.kv.as_ref().expect("a key-value run");
+        let mb = |i: usize| r.devices.get(i).map_or(0.0, |d| d.bytes_per_s / 1e6);
+        println!(
+            "{:<10} {:>12.0} {:>7.3} {:>10.1} {:>10.1} {:>8.4} {:>10.0} {:>10.0}",
+            r.policy,
+            r.throughput_ops_per_s,
+            r.throughput_ops_per_s / first,
+            kv.get_mean_latency_us,
+            kv.get_p99_latency_us,
+            r.hit_ratio,
+            mb(0),
+            mb(1)
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! Named key-value workloads: YCSB's core workloads, CacheBench's
+//! lookaside get/set mixes, Meta's production mixes (MOST Table 4), the
+//! bursty cache workload (MOST Figure 10) and a hot-spot shift (Orthus
+//! Figure 12b), each as the `[workload]`, `[kv]` and client settings of a
+//! run. `tiermux kv bench` runs them; experiment files spell the same
+//! settings out.
+
+use crate::config::SimConfig;
+use crate::kvconfig::KvSpec;
+use crate::workload::{Pattern, Schedule};
+
+/// A named workload: its name and what it models.
+pub struct KvWorkload {
+    /// The name `tiermux kv bench --workload` takes.
+    pub name: &'static str,
+    /// What it is and where it comes from.
+    pub about: &'static str,
+    apply: fn(&mut SimConfig, &mut KvSpec),
+}
+
+/// The knobs every named workload takes from the command line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KvKnobs {
+    /// Keys in the workload.
+    pub keys: u64,
+    /// Zipfian skew for the workloads that use one.
+    pub theta: f64,
+    /// Value size, bytes, for the workloads that do not fix their own.
+    pub value_bytes: u32,
+}
+
+impl Default for KvKnobs {
+    fn default() -> Self {
+        KvKnobs {
+            keys: 20_000,
+            theta: 0.8,
+            value_bytes: 1024,
+        }
+    }
+}
+
+/// The skew the knobs set (a workload starts from a Zipfian pattern).
+fn theta(c: &SimConfig) -> f64 {
+    match c.workload.pattern {
+        Pattern::Zipf { theta } => theta,
+        _ => unreachable!("a named workload starts from the knobs' Zipfian pattern"),
+    }
+}
+
+/// Zipfian keys spread over the key space, `updates` of the commands SETs.
+fn ycsb(c: &mut SimConfig, updates: f64) {
+    c.workload.scramble = true;
+    c.workload.write_ratio = updates;
+}
+
+/// Every named workload.
+pub const KV_WORKLOADS: &[KvWorkload] = &[
+    KvWorkload {
+        name: "ycsb-a",
+        about: "YCSB A: 50 % reads, 50 % updates, Zipfian",
+        apply: |c, _| ycsb(c, 0.5),
+    },
+    KvWorkload {
+        name: "ycsb-b",
+        about: "YCSB B: 95 % reads, 5 % updates, Zipfian",
+        apply: |c, _| ycsb(c, 0.05),
+    },
+    KvWorkload {
+        name: "ycsb-c",
+        about: "YCSB C: reads only, Zipfian",
+        apply: |c, _| ycsb(c, 0.0),
+    },
+    KvWorkload {
+        name: "ycsb-d",
+        about: "YCSB D: 95 % reads of the latest inserts, 5 % inserts",
+        apply: |c, _| {
+            c.workload.pattern = Pattern::Latest { theta: theta(c) };
+            c.workload.write_ratio = 0.05;
+        },
+    },
+    KvWorkload {
+        name: "ycsb-f",
+        about: "YCSB F: 50 % reads, 50 % read-modify-writes, Zipfian",
+        apply: |c, kv| {
+            ycsb(c, 0.5);
+            kv.read_modify_write = true;
+        },
+    },
+    KvWorkload {
+        name: "cachebench-soc",
+        about: "CacheBench lookaside, 1 KB values, 10 % sets (MOST Figure 8a's small-object mix)",
+        apply: |c, kv| {
+            ycsb(c, 0.1);
+            kv.value_bytes_min = 1024;
+            kv.value_bytes_max = 1024;
+        },
+    },
+    KvWorkload {
+        name: "cachebench-loc",
+        about: "CacheBench lookaside, 16 KB values, 10 % sets (MOST Figure 8b's large-object mix)",
+        apply: |c, kv| {
+            ycsb(c, 0.1);
+            kv.value_bytes_min = 16384;
+            kv.value_bytes_max = 16384;
+            kv.soc_share = 0.1;
+        },
+    },
+    KvWorkload {
+        name: "prod-a",
+        about: "MOST Table 4 A, flat-kvcache: 98 % GET, 2 % GET of keys never set; keys 16-255 B, values 335 B on average",
+        apply: |c, kv| {
+            ycsb(c, 0.0);
+            sizes(kv, (16, 255), 335);
+            kv.lone_get = 0.02;
+        },
+    },
+    KvWorkload {
+        name: "prod-b",
+        about: "MOST Table 4 B, graph-leader: 82 % GET, 18 % lone GET; keys 8-16 B, values 860 B",
+        apply: |c, kv| {
+            ycsb(c, 0.0);
+            sizes(kv, (8, 16), 860);
+            kv.lone_get = 0.18;
+        },
+    },
+    KvWorkload {
+        name: "prod-c",
+        about: "MOST Table 4 C, kvcache-reg: 87 % GET, 12 % SET, 0.3 % lone SET; keys 8-16 B, values 33,112 B",
+        apply: |c, kv| {
+            ycsb(c, 0.12 / 0.99);
+            sizes(kv, (8, 16), 33112);
+            kv.lone_get = 0.00001;
+            kv.lone_set = 0.003;
+            kv.soc_share = 0.1;
+        },
+    },
+    KvWorkload {
+        name: "prod-d",
+        about: "MOST Table 4 D, kvcache-wc: GET 0.6 and lone SET 0.21, scaled to 1; keys 8-16 B, values 92,422 B",
+        apply: |c, kv| {
+            ycsb(c, 0.0);
+            sizes(kv, (8, 16), 92422);
+            kv.lone_get = 0.00001;
+            kv.lone_set = 0.26;
+            kv.soc_share = 0.1;
+        },
+    },
+    KvWorkload {
+        name: "bursty",
+        about: "MOST Figure 10: 95 % GET, 5 % SET, 20 % of keys take 90 % of commands, values 2-4 KB; a 60 s burst (4x clients) every 180 s",
+        apply: |c, kv| {
+            c.workload.pattern = Pattern::Hotset {
+                hot_fraction: 0.2,
+                hot_access_fraction: 0.9,
+            };
+            c.workload.scramble = true;
+            c.workload.write_ratio = 0.05;
+            kv.value_bytes_min = 2048;
+            kv.value_bytes_max = 4096;
+            let mut times_s = Vec::new();
+            let mut factors = Vec::new();
+            let mut t = 120.0;
+            while t < c.duration_s {
+                times_s.extend([t, t + 60.0]);
+                factors.extend([4.0, 1.0]);
+                t += 180.0;
+            }
+            c.client.schedule = Schedule::Steps { times_s, factors };
+        },
+    },
+    KvWorkload {
+        name: "hotspot-shift",
+        about: "Orthus Figure 12b: YCSB C whose hot keys move to other keys halfway through the run",
+        apply: |c, _| {
+            ycsb(c, 0.0);
+            c.workload.shift_at_s = Some(c.duration_s / 2.0);
+        },
+    },
+];
+
+fn sizes(kv: &mut KvSpec, keys: (u32, u32), mean_value: u32) {
+    kv.key_bytes_min = keys.0;
+    kv.key_bytes_max = keys.1;
+    kv.value_bytes_min = 16;
+    kv.value_bytes_max = 2 * mean_value - 16;
+}
+
+/// Sets `cfg` up for the named workload with `knobs`.
+pub fn apply_kv_workload(name: &str, knobs: &KvKnobs, cfg: &mut SimConfig) -> Result<(), String> {
+    if name == "ycsb-e" {
+        return Err(
+            "ycsb-e scans key ranges, which the cache does not keep in order (only a store could)"
+                .into(),
+        );
+    }
+    let w = KV_WORKLOADS
+        .iter()
+        .find(|w| w.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = KV_WORKLOADS.iter().map(|w| w.name).collect();
+            format!("unknown workload '{name}' (one of {})", names.join(", "))
+        })?;
+    let mut kv = cfg.kv.clone().unwrap_or_default();
+    kv.value_bytes_min = knobs.value_bytes;
+    kv.value_bytes_max = knobs.value_bytes;
+    cfg.workload.working_set_blocks = Some(knobs.keys);
+    cfg.workload.pattern = Pattern::Zipf { theta: knobs.theta };
+    (w.apply)(cfg, &mut kv);
+    cfg.kv = Some(kv);
+    Ok(())
+}

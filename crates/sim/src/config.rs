@@ -103,7 +103,8 @@ pub struct SimConfig {
     /// Random seed.
     #[serde(default = "default_seed")]
     pub seed: u64,
-    /// Start with the hottest items already cached.
+    /// Start with the hottest items already cached (in a key-value run,
+    /// `kv.prefill` decides instead).
     #[serde(default = "default_true")]
     pub prefill: bool,
     /// Time-series sample interval, ms.

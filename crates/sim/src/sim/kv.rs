@@ -354,19 +354,21 @@ impl Simulator {
         self.kv.as_mut().expect("a key-value run")
     }
 
-    /// A client begins a command: it reaches the cache after the
+    /// A client begins a command now: it reaches the cache after the
     /// command's CPU time.
     pub(super) fn kv_issue(&mut self, worker: u32, key: u64) {
+        self.kv_issue_at(worker, key, self.now);
+    }
+
+    /// A client begins a command at `start_ns` (now or later).
+    fn kv_issue_at(&mut self, worker: u32, key: u64, start_ns: u64) {
         let cpu_ns = (self.kv().spec.op_cpu_us * 1e3) as u64;
-        let start_ns = self.now;
-        self.push(
-            self.now + cpu_ns.max(1),
-            Ev::KvCommand {
-                worker,
-                key,
-                start_ns,
-            },
-        );
+        let ev = Ev::KvCommand {
+            worker,
+            key,
+            start_ns,
+        };
+        self.push(start_ns + cpu_ns.max(1), ev);
     }
 
     pub(super) fn kv_command(&mut self, worker: u32, key: u64, start_ns: u64) {
@@ -507,16 +509,7 @@ impl Simulator {
         self.record_request(&req);
         match then {
             Then::Next => self.next_for_worker(op.worker),
-            Then::Set { key, after_ns } => {
-                let cpu_ns = (self.kv().spec.op_cpu_us * 1e3) as u64;
-                let start_ns = now + after_ns;
-                let ev = Ev::KvCommand {
-                    worker: op.worker,
-                    key,
-                    start_ns,
-                };
-                self.push(start_ns + cpu_ns.max(1), ev);
-            }
+            Then::Set { key, after_ns } => self.kv_issue_at(op.worker, key, now + after_ns),
         }
     }
 

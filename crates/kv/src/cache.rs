@@ -15,6 +15,7 @@ use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
 
+use crate::command::{Command, Reply};
 use crate::dram::{Dram, DramItem};
 use crate::io::{IoId, IoQueue, IoRequest, BLOCK_BYTES};
 use crate::item::{self, MAX_KEY_BYTES};
@@ -129,48 +130,6 @@ impl CacheConfig {
         }
         Ok(())
     }
-}
-
-/// A client command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// The value of `key`, if cached.
-    Get {
-        /// The key.
-        key: Bytes,
-    },
-    /// Cache `value` under `key` until `expires_at_ms` (0: no expiry).
-    Set {
-        /// The key.
-        key: Bytes,
-        /// The value.
-        value: Bytes,
-        /// Milliseconds since the epoch when the item expires; 0 never.
-        expires_at_ms: u64,
-    },
-    /// Remove `key`; answers 1 if it was cached, else 0.
-    Del {
-        /// The key.
-        key: Bytes,
-    },
-    /// Answers 1 if `key` is cached, else 0.
-    Exists {
-        /// The key.
-        key: Bytes,
-    },
-}
-
-/// The answer to a command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    /// A lookup's value, or none.
-    Value(Option<Bytes>),
-    /// A set was done.
-    Stored,
-    /// A count (DEL, EXISTS).
-    Count(u64),
-    /// The command was refused; the text says why.
-    Error(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,6 +258,10 @@ impl Cache {
                 expires_at_ms,
             } => self.set(tag, key, value, expires_at_ms),
             Command::Del { key } => self.del(tag, key, now_ms),
+            Command::Scan { .. } => {
+                let msg = "SCAN needs a store: the cache keeps no key order".to_string();
+                self.replies.push_back((tag, Reply::Error(msg)));
+            }
         }
         self.settle();
     }

@@ -12,15 +12,19 @@
 //!   seeded random order and can fail them, for tests.
 
 pub mod cache;
+pub mod command;
 pub mod dram;
 pub mod io;
 pub mod item;
 pub mod loc;
 pub mod mem;
 pub mod soc;
+pub mod store;
 
-pub use cache::{Cache, CacheConfig, CacheStats, Command, Reply};
+pub use cache::{Cache, CacheConfig, CacheStats};
+pub use command::{Command, Reply};
 pub use io::{IoId, IoKind, IoRequest, BLOCK_BYTES};
+pub use store::{Store, StoreConfig, StoreStats};
 
 /// The hash the layer places keys by (XXH3, 64 bits; fixed, so placement
 /// is the same in every run).

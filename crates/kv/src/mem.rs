@@ -41,6 +41,11 @@ impl MemStorage {
         self.fail_per_million = n;
     }
 
+    /// The share of requests failed (per million).
+    pub fn fail_per_million_now(&self) -> u32 {
+        self.fail_per_million
+    }
+
     /// Takes a request.
     pub fn submit(&mut self, req: IoRequest) {
         let end = req.offset + req.len_bytes();
@@ -61,6 +66,46 @@ impl MemStorage {
             );
         }
         self.in_flight.push(req);
+    }
+
+    /// Ends the run as `kill -9` would: every request in flight is
+    /// dropped, and each write in flight lands on a random subset of its
+    /// blocks (the kernel may have taken any of them).
+    pub fn crash(&mut self) {
+        let mut rng = self.rng.fork(7);
+        self.crash_landing(|_| rng.below(2) == 0);
+    }
+
+    /// Ends the run as a crash would, landing exactly the blocks of writes
+    /// in flight for which `land` (given the block's volume offset) says so.
+    pub fn crash_landing(&mut self, land: impl FnMut(u64) -> bool) {
+        self.fail_landing(land);
+    }
+
+    /// Fails every request in flight, landing exactly the blocks of writes
+    /// for which `land` (given the block's volume offset) says so; returns
+    /// the failures for the machine.
+    pub fn fail_landing(&mut self, mut land: impl FnMut(u64) -> bool) -> Vec<MemCompletion> {
+        let mut failed = Vec::new();
+        for req in std::mem::take(&mut self.in_flight) {
+            failed.push((req.id, Err(EIO)));
+            if let IoKind::Write { data } = req.kind {
+                let block = crate::BLOCK_BYTES as usize;
+                for (i, chunk) in data.chunks(block).enumerate() {
+                    if land(req.offset + (i * block) as u64) {
+                        let at = req.offset as usize + i * block;
+                        self.bytes[at..at + chunk.len()].copy_from_slice(chunk);
+                    }
+                }
+            }
+        }
+        self.failed += failed.len() as u64;
+        failed
+    }
+
+    /// The volume's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// Requests in flight.

@@ -53,6 +53,7 @@ impl Harness {
                 (key.to_vec(), matches!(cmd, Command::Get { .. }))
             }
             Command::Set { key, .. } | Command::Del { key } => (key.to_vec(), false),
+            Command::Scan { .. } => unreachable!("the cache takes no scans"),
         };
         let now = self.current.get(&key).cloned().flatten();
         self.open.insert(

@@ -1,0 +1,138 @@
+//! Checkpoints of the key index: a snapshot of the index (the state after
+//! every record before the head) is written to the slot the superblock does
+//! not name, then a superblock naming it and the head goes to the block the
+//! older copy holds. A failed write leaves the previous checkpoint and
+//! superblock whole; the next checkpoint tries again.
+
+use super::index::Index;
+use super::meta::{block_ceil, encode_entry, Layout, Superblock};
+use crate::io::{IoId, IoKind, IoQueue};
+
+enum State {
+    Idle,
+    Data {
+        ids: Vec<IoId>,
+        failed: bool,
+        next: Superblock,
+    },
+    Super {
+        id: IoId,
+        next: Superblock,
+    },
+}
+
+/// Writes checkpoints and keeps the superblock on the volume.
+pub(crate) struct Checkpointer {
+    state: State,
+    /// The superblock on the volume.
+    pub sb: Superblock,
+}
+
+/// Bytes of one checkpoint write.
+const PIECE_BYTES: u64 = 1 << 20;
+
+impl Checkpointer {
+    /// A checkpointer over the superblock found or written at open.
+    pub fn new(sb: Superblock) -> Checkpointer {
+        Checkpointer {
+            state: State::Idle,
+            sb,
+        }
+    }
+
+    /// Whether a checkpoint is being written.
+    pub fn busy(&self) -> bool {
+        !matches!(self.state, State::Idle)
+    }
+
+    /// Whether `id` is one of the checkpoint's writes.
+    pub fn owns(&self, id: IoId) -> bool {
+        match &self.state {
+            State::Idle => false,
+            State::Data { ids, .. } => ids.contains(&id),
+            State::Super { id: s, .. } => *s == id,
+        }
+    }
+
+    /// Writes a checkpoint of `index`, the state of the log up to `head`.
+    pub fn start(&mut self, index: &Index, head: u64, layout: &Layout, io: &mut IoQueue) {
+        assert!(!self.busy(), "a checkpoint while one is written");
+        assert!(
+            index.checkpoint_bytes() <= layout.slot_bytes,
+            "the index outgrew its slot"
+        );
+        let mut bytes = Vec::with_capacity(index.checkpoint_bytes() as usize);
+        for (key, ptr) in index.iter() {
+            encode_entry(key, *ptr, &mut bytes);
+        }
+        assert_eq!(bytes.len() as u64, index.checkpoint_bytes());
+        let slot = 1 - self.sb.ckpt_slot;
+        let next = Superblock {
+            seq: self.sb.seq + 1,
+            ckpt_slot: slot,
+            ckpt_len: bytes.len() as u64,
+            ckpt_crc: crc32fast::hash(&bytes),
+            ckpt_entries: index.len() as u64,
+            ckpt_head: head,
+            ..self.sb
+        };
+        bytes.resize(block_ceil(bytes.len() as u64) as usize, 0);
+        let base = layout.slot_offset(slot);
+        let ids = bytes
+            .chunks(PIECE_BYTES as usize)
+            .enumerate()
+            .map(|(i, piece)| {
+                let data = piece.to_vec();
+                io.push(base + i as u64 * PIECE_BYTES, IoKind::Write { data })
+            })
+            .collect::<Vec<_>>();
+        if ids.is_empty() {
+            self.write_super(next, io);
+        } else {
+            self.state = State::Data {
+                ids,
+                failed: false,
+                next,
+            };
+        }
+    }
+
+    fn write_super(&mut self, next: Superblock, io: &mut IoQueue) {
+        let id = io.push(
+            next.offset(),
+            IoKind::Write {
+                data: next.encode(),
+            },
+        );
+        self.state = State::Super { id, next };
+    }
+
+    /// One of the checkpoint's writes finished; returns whether a new
+    /// superblock is now on the volume.
+    pub fn complete(&mut self, id: IoId, ok: bool, io: &mut IoQueue) -> bool {
+        match &mut self.state {
+            State::Data { ids, failed, next } => {
+                ids.retain(|i| *i != id);
+                *failed |= !ok;
+                if !ids.is_empty() {
+                    return false;
+                }
+                let (failed, next) = (*failed, *next);
+                self.state = State::Idle;
+                if !failed {
+                    self.write_super(next, io);
+                }
+                false
+            }
+            State::Super { next, .. } => {
+                let next = *next;
+                self.state = State::Idle;
+                if ok {
+                    self.sb = next;
+                }
+                ok
+            }
+            State::Idle => unreachable!("a checkpoint completion with none in flight"),
+        }
+    }
+}

@@ -1,6 +1,7 @@
-//! `tiermux kv serve CONFIG` (`tiermux kv bench` is in `kv_bench.rs`): a key-value cache on a tiermux volume behind
-//! the Redis protocol, until SIGINT or SIGTERM. The config is a volume
-//! config (devices, policy) with a `[kv]` table for the cache.
+//! `tiermux kv serve CONFIG` (`tiermux kv bench` is in `kv_bench.rs`): a
+//! key-value cache or store on a tiermux volume behind the Redis protocol,
+//! until SIGINT or SIGTERM. The config is a volume config (devices,
+//! policy) with a `[kv]` table for the machine.
 
 use std::path::{Path, PathBuf};
 
@@ -10,14 +11,15 @@ use serde::Deserialize;
 use tiermux_engine::config::{parse_size, Listen};
 use tiermux_engine::reactor::{build_reactor, precise_timers};
 use tiermux_engine::{Runtime, Volume, VolumeConfig};
-use tiermux_kv::{Cache, CacheConfig};
+use tiermux_kv::{CacheConfig, Machine, MachineConfig, StoreConfig};
 use tiermux_server::kv::KvServer;
 
 /// The key-value layer's commands.
 #[derive(Subcommand)]
 pub enum KvCmd {
-    /// Serve a key-value cache over the Redis protocol until SIGINT or
-    /// SIGTERM (GET, SET with EX/PX, DEL, EXISTS, MGET, PING, INFO).
+    /// Serve a key-value cache or store over the Redis protocol until
+    /// SIGINT or SIGTERM (GET, SET, DEL, EXISTS, MGET, PING, INFO; SET
+    /// with EX/PX in cache mode, SCAN in store mode).
     Serve {
         /// A volume config with a `[kv]` table.
         config: PathBuf,
@@ -38,7 +40,7 @@ pub enum KvCmd {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct KvTable {
-    /// Only "cache" for now.
+    /// "cache" or "store".
     #[serde(default = "default_mode")]
     mode: String,
     /// Where to listen (default tcp:127.0.0.1:6379).
@@ -53,6 +55,64 @@ struct KvTable {
     region: Option<String>,
     /// Regions in DRAM at once.
     region_buffers: Option<u32>,
+    /// Store: bytes of each key-index checkpoint slot ("32MiB").
+    index: Option<String>,
+    /// Store: checkpoint after this much log ("64MiB"; default an eighth
+    /// of the log).
+    checkpoint_every: Option<String>,
+    /// Store: the largest log write ("1MiB").
+    max_write: Option<String>,
+}
+
+impl KvTable {
+    fn cache_only(&self) -> Option<&'static str> {
+        [
+            (self.dram.is_some(), "dram"),
+            (self.soc_share.is_some(), "soc_share"),
+            (self.small_item_max_bytes.is_some(), "small_item_max_bytes"),
+            (self.region.is_some(), "region"),
+            (self.region_buffers.is_some(), "region_buffers"),
+        ]
+        .into_iter()
+        .find_map(|(set, name)| set.then_some(name))
+    }
+
+    fn store_only(&self) -> Option<&'static str> {
+        [
+            (self.index.is_some(), "index"),
+            (self.checkpoint_every.is_some(), "checkpoint_every"),
+            (self.max_write.is_some(), "max_write"),
+        ]
+        .into_iter()
+        .find_map(|(set, name)| set.then_some(name))
+    }
+
+    fn cache_config(&self, volume_bytes: u64) -> Result<CacheConfig> {
+        let d = CacheConfig::default();
+        let region = size("region", &self.region, d.region_bytes as u64)?;
+        Ok(CacheConfig {
+            volume_bytes,
+            dram_bytes: size("dram", &self.dram, d.dram_bytes)?,
+            soc_share: self.soc_share.unwrap_or(d.soc_share),
+            small_item_max_bytes: self.small_item_max_bytes.unwrap_or(d.small_item_max_bytes),
+            region_bytes: u32::try_from(region).context("kv.region: larger than 4 GiB")?,
+            region_buffers: self.region_buffers.unwrap_or(d.region_buffers),
+            generation: start_generation(),
+        })
+    }
+
+    fn store_config(&self, volume_bytes: u64) -> Result<StoreConfig> {
+        let d = StoreConfig::default();
+        let max_write = size("max_write", &self.max_write, d.max_write_bytes as u64)?;
+        Ok(StoreConfig {
+            volume_bytes,
+            index_bytes: size("index", &self.index, d.index_bytes)?,
+            checkpoint_every_bytes: size("checkpoint_every", &self.checkpoint_every, 0)?,
+            max_write_bytes: u32::try_from(max_write).context("kv.max_write: larger than 4 GiB")?,
+            generation: start_generation(),
+            ..d
+        })
+    }
 }
 
 fn default_mode() -> String {
@@ -69,7 +129,7 @@ fn size(field: &str, v: &Option<String>, default: u64) -> Result<u64> {
 }
 
 /// Splits a config file into the volume's config and the `[kv]` table.
-pub fn load(path: &Path, data_dir: &Path) -> Result<(VolumeConfig, CacheConfig, Listen)> {
+pub fn load(path: &Path, data_dir: &Path) -> Result<(VolumeConfig, MachineConfig, Listen)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut table: toml::Table =
@@ -80,38 +140,49 @@ pub fn load(path: &Path, data_dir: &Path) -> Result<(VolumeConfig, CacheConfig, 
     let kv: KvTable = kv
         .try_into()
         .with_context(|| format!("{}: [kv]", path.display()))?;
-    anyhow::ensure!(
-        kv.mode == "cache",
-        "{}: kv.mode: '{}' is not a mode (\"cache\")",
-        path.display(),
-        kv.mode
-    );
     let vol_text = toml::to_string(&table).context("re-encoding the volume config")?;
     let vol = VolumeConfig::parse(&vol_text, data_dir)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let d = CacheConfig::default();
-    let region = size("region", &kv.region, d.region_bytes as u64)?;
-    let cache = CacheConfig {
-        volume_bytes: vol.size_bytes,
-        dram_bytes: size("dram", &kv.dram, d.dram_bytes)?,
-        soc_share: kv.soc_share.unwrap_or(d.soc_share),
-        small_item_max_bytes: kv.small_item_max_bytes.unwrap_or(d.small_item_max_bytes),
-        region_bytes: u32::try_from(region).context("kv.region: larger than 4 GiB")?,
-        region_buffers: kv.region_buffers.unwrap_or(d.region_buffers),
-        generation: start_generation(),
+    let wrong = |field: &str, mode: &str| {
+        anyhow::anyhow!(
+            "{}: kv.{field} applies to {mode} mode, and kv.mode is '{}'",
+            path.display(),
+            kv.mode
+        )
     };
-    cache
-        .validate()
-        .map_err(|e| anyhow::anyhow!("{}: kv.{e}", path.display()))?;
+    let machine = match kv.mode.as_str() {
+        "cache" => {
+            if let Some(f) = kv.store_only() {
+                return Err(wrong(f, "store"));
+            }
+            MachineConfig::Cache(kv.cache_config(vol.size_bytes)?)
+        }
+        "store" => {
+            if let Some(f) = kv.cache_only() {
+                return Err(wrong(f, "cache"));
+            }
+            MachineConfig::Store(kv.store_config(vol.size_bytes)?)
+        }
+        m => anyhow::bail!(
+            "{}: kv.mode: '{m}' is not a mode (\"cache\" or \"store\")",
+            path.display()
+        ),
+    };
+    let valid = match &machine {
+        MachineConfig::Cache(c) => c.validate(),
+        MachineConfig::Store(s) => s.validate(),
+    };
+    valid.map_err(|e| anyhow::anyhow!("{}: kv.{e}", path.display()))?;
     let listen = Listen::parse(
         kv.listen.as_deref().unwrap_or("tcp:127.0.0.1:6379"),
         data_dir,
     )?;
-    Ok((vol, cache, listen))
+    Ok((vol, machine, listen))
 }
 
 /// A number no earlier run used, so that a restarted cache ignores the
-/// buckets an earlier one left on the volume.
+/// buckets an earlier one left on the volume (a store takes it only when
+/// it formats).
 fn start_generation() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -133,36 +204,104 @@ pub fn run(cmd: KvCmd) -> Result<()> {
 }
 
 fn serve(config: &Path, listen: Option<&str>, data_dir: &Path) -> Result<()> {
-    let (vol_cfg, cache_cfg, mut addr) = load(config, data_dir)?;
+    let (vol_cfg, machine_cfg, mut addr) = load(config, data_dir)?;
     if let Some(l) = listen {
         addr = Listen::parse(l, data_dir)?;
     }
     precise_timers();
     let mut reactor = build_reactor(vol_cfg.reactor).context("cannot set up the I/O reactor")?;
     let vol = Volume::open(&vol_cfg, reactor.as_mut())?;
-    let cache = Cache::new(cache_cfg.clone()).map_err(|e| anyhow::anyhow!("kv.{e}"))?;
-    let mut server = KvServer::new(addr.clone(), cache);
+    let machine = Machine::new(machine_cfg.clone()).map_err(|e| anyhow::anyhow!("kv.{e}"))?;
+    let mut server = KvServer::new(addr.clone(), machine);
     let shown = server
         .bind(reactor.waker())
         .with_context(|| format!("cannot listen on {addr}"))?;
     let mut rt = Runtime::new(vol, reactor);
     let shutdown = server.shutdown_handle();
     crate::serve::stop_on_signals(move || shutdown.trigger())?;
-    eprintln!(
-        "tiermux kv: cache mode, {} MiB DRAM, {} MiB of a {} MiB volume for small objects, policy {}",
-        cache_cfg.dram_bytes >> 20,
-        cache_cfg.soc_bytes() >> 20,
-        cache_cfg.volume_bytes >> 20,
-        vol_cfg.policy
-    );
+    let what = match &machine_cfg {
+        MachineConfig::Cache(c) => format!(
+            "cache mode, {} MiB DRAM, {} MiB of a {} MiB volume for small objects",
+            c.dram_bytes >> 20,
+            c.soc_bytes() >> 20,
+            c.volume_bytes >> 20
+        ),
+        MachineConfig::Store(s) => format!(
+            "store mode, a {} MiB value log, key index slots of {} MiB",
+            s.layout().log_bytes >> 20,
+            s.index_bytes >> 20
+        ),
+    };
+    eprintln!("tiermux kv: {what}, policy {}", vol_cfg.policy);
     println!("tiermux kv: listening on {shown}");
     use std::io::Write;
     std::io::stdout().flush().ok();
     let stats = server.run(&mut rt)?;
-    let c = stats.cache;
+    let c = stats.summary;
     eprintln!(
-        "tiermux kv: {} connections, {} commands ({} bad), {} protocol errors; GET {} (DRAM hits {}, flash hits {}), SET {}, {} storage errors",
+        "tiermux kv: {} connections, {} commands ({} bad), {} protocol errors; GET {} (DRAM hits {}, volume hits {}), SET {}, {} storage errors",
         stats.connections, stats.commands, stats.bad_commands, stats.protocol_errors, c.gets, c.dram_hits, c.flash_hits, c.sets, stats.io_errors
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples")
+            .join(name)
+    }
+
+    #[test]
+    fn the_example_configs_load() {
+        let dir = std::env::temp_dir();
+        let (_, cache, _) = load(&example("kv-cache.toml"), &dir).expect("kv-cache.toml");
+        assert!(matches!(cache, MachineConfig::Cache(_)));
+        let (_, store, listen) = load(&example("kv-store.toml"), &dir).expect("kv-store.toml");
+        let MachineConfig::Store(s) = store else {
+            panic!("a store")
+        };
+        assert_eq!(
+            (s.index_bytes, s.checkpoint_every_bytes),
+            (32 << 20, 128 << 20)
+        );
+        assert_eq!(listen.to_string(), "tcp:127.0.0.1:6380");
+    }
+
+    #[test]
+    fn a_setting_of_the_other_mode_is_named() {
+        let dir = std::env::temp_dir().join(format!("tiermux-kvcfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let text = std::fs::read_to_string(example("kv-store.toml")).expect("example");
+        for (from, to, says) in [
+            (
+                "index = \"32MiB\"",
+                "dram = \"1MiB\"",
+                "kv.dram applies to cache mode",
+            ),
+            (
+                "mode = \"store\"",
+                "mode = \"cache\"",
+                "kv.index applies to store mode",
+            ),
+            (
+                "mode = \"store\"",
+                "mode = \"stor\"",
+                "'stor' is not a mode",
+            ),
+            (
+                "max_write = \"1MiB\"",
+                "max_write = \"1KiB\"",
+                "kv.max_write_bytes: 1024",
+            ),
+        ] {
+            let path = dir.join("bad.toml");
+            std::fs::write(&path, text.replace(from, to)).expect("write");
+            let err = format!("{:#}", load(&path, &dir).err().expect("refused"));
+            assert!(err.contains(says), "{err}");
+        }
+    }
 }

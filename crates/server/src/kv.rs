@@ -1,6 +1,7 @@
-//! The key-value server: a [`Cache`] on the engine's volume behind the
-//! Redis protocol, as the event loop's front end. Commands: GET, SET (with
-//! EX/PX), DEL, EXISTS, MGET, PING, ECHO, INFO, CONFIG GET, QUIT.
+//! The key-value server: a key-value [`Machine`] (cache or store) on the
+//! engine's volume behind the Redis protocol, as the event loop's front end. Commands: GET, SET (with
+//! EX/PX in cache mode), DEL, EXISTS, MGET, PING, ECHO, INFO, CONFIG GET,
+//! QUIT, and SCAN in store mode (`kv_scan.rs`).
 //!
 //! Each connection's replies go out in the order of its commands, however
 //! their storage requests finish; a command of many keys (MGET, DEL k1 k2)
@@ -18,8 +19,9 @@ use tiermux_engine::reactor::Waker;
 use tiermux_engine::runtime::{Flow, Frontend, Io, Runtime};
 use tiermux_engine::slab::Slab;
 use tiermux_engine::volume::{Done, Request};
-use tiermux_kv::{Cache, CacheStats, IoKind, Reply};
+use tiermux_kv::{IoKind, Machine, Reply, Summary};
 
+use crate::kv_scan::{glob_match, Cursors};
 use crate::resp;
 use crate::sock::{spawn_listener, ConnTable, Connection, Stream, Wire};
 
@@ -43,17 +45,18 @@ pub struct KvServerStats {
     pub protocol_errors: u64,
     /// Storage requests that failed.
     pub io_errors: u64,
-    /// The cache's counters.
-    pub cache: CacheStats,
+    /// The machine's counters.
+    pub summary: Summary,
 }
 
-/// A listening key-value server for one cache.
+/// A listening key-value server for one machine.
 pub struct KvServer {
     listen: Listen,
     stop: Arc<AtomicBool>,
     waker: Arc<Mutex<Option<Waker>>>,
     inbox: Arc<Mutex<Vec<Stream>>>,
-    cache: Cache,
+    machine: Machine,
+    cursors: Cursors,
     stats: KvServerStats,
 }
 
@@ -75,14 +78,15 @@ impl KvShutdown {
 }
 
 impl KvServer {
-    /// A server for `cache` on `listen`.
-    pub fn new(listen: Listen, cache: Cache) -> KvServer {
+    /// A server for `machine` on `listen`.
+    pub fn new(listen: Listen, machine: Machine) -> KvServer {
         KvServer {
             listen,
             stop: Arc::new(AtomicBool::new(false)),
             waker: Arc::new(Mutex::new(None)),
             inbox: Arc::new(Mutex::new(Vec::new())),
-            cache,
+            machine,
+            cursors: Cursors::default(),
             stats: KvServerStats::default(),
         }
     }
@@ -110,9 +114,10 @@ impl KvServer {
     pub fn run(&mut self, rt: &mut Runtime) -> anyhow::Result<KvServerStats> {
         let size = rt.volume().size_bytes();
         anyhow::ensure!(
-            self.cache.config().volume_bytes <= size,
-            "the cache needs {} bytes and the volume has {size}",
-            self.cache.config().volume_bytes
+            self.machine.volume_bytes() <= size,
+            "the key-value {} needs {} bytes and the volume has {size}",
+            self.machine.mode(),
+            self.machine.volume_bytes()
         );
         let mut f = Front {
             server: self,
@@ -124,7 +129,7 @@ impl KvServer {
         if let Listen::Unix(p) = &self.listen {
             let _ = std::fs::remove_file(p);
         }
-        self.stats.cache = self.cache.stats();
+        self.stats.summary = self.machine.summary();
         Ok(self.stats)
     }
 }
@@ -141,6 +146,14 @@ pub(crate) enum ReplyShape {
     Count(i64),
     /// +OK once done (SET).
     Ok,
+    /// A SCAN step: the keys found (filtered by `pattern`) and the cursor
+    /// that resumes after them (0 when the walk is done).
+    Scan {
+        count: u32,
+        pattern: Option<Bytes>,
+        keys: Vec<Bytes>,
+        cursor: u64,
+    },
 }
 
 struct Pending {
@@ -201,7 +214,7 @@ impl Frontend for Front<'_> {
             (None, _) => Ok(&[][..]),
         };
         self.server.stats.io_errors += result.is_err() as u64;
-        self.server.cache.complete(d.id, result);
+        self.server.machine.complete(d.id, result);
         self.pump(io);
     }
 
@@ -245,7 +258,7 @@ impl Frontend for Front<'_> {
         if self.server.stop.load(Ordering::SeqCst) {
             self.stopping = true;
         }
-        let idle = self.server.cache.io_in_flight() == 0;
+        let idle = self.server.machine.io_in_flight() == 0;
         if self.stopping && idle && self.conns.is_empty() {
             Flow::Stop
         } else {
@@ -332,7 +345,12 @@ impl Front<'_> {
         let c = self.conns.at(idx).expect("a connection");
         let seq = c.first_seq + c.replies.len() as u64;
         let gen = c.wire.gen;
-        let (gather, cmds) = match crate::kv_commands::decode(&args, now, &self.server.cache) {
+        let (gather, cmds) = match crate::kv_commands::decode(
+            &args,
+            now,
+            &self.server.machine,
+            &self.server.cursors,
+        ) {
             Ok(d) => d,
             Err(msg) => {
                 self.server.stats.bad_commands += 1;
@@ -359,14 +377,14 @@ impl Front<'_> {
                 part,
             };
             let tag = self.routes.insert(route) as u64;
-            self.server.cache.submit(tag, cmd, now);
+            self.server.machine.submit(tag, cmd, now);
         }
     }
 
     /// Hands the cache's storage requests to the volume, routes its
     /// replies, and sends every connection's completed replies in order.
     fn pump(&mut self, io: &mut Io<'_>) {
-        while let Some(req) = self.server.cache.pop_io() {
+        while let Some(req) = self.server.machine.pop_io() {
             let r = match req.kind {
                 IoKind::Read { len_bytes } => Request::Read {
                     offset: req.offset,
@@ -381,7 +399,7 @@ impl Front<'_> {
             io.submit(req.id, r);
         }
         let mut touched = Vec::new();
-        while let Some((tag, reply)) = self.server.cache.pop_reply() {
+        while let Some((tag, reply)) = self.server.machine.pop_reply() {
             let r = self
                 .routes
                 .remove(tag as usize)
@@ -391,7 +409,7 @@ impl Front<'_> {
             };
             let p = &mut c.replies[(r.seq - c.first_seq) as usize];
             p.left -= 1;
-            absorb(p, r.part, reply);
+            absorb(p, r.part, reply, &mut self.server.cursors);
             touched.push(r.conn);
         }
         touched.dedup();
@@ -416,8 +434,23 @@ impl Front<'_> {
     }
 }
 
-fn absorb(p: &mut Pending, part: usize, reply: Reply) {
+fn absorb(p: &mut Pending, part: usize, reply: Reply, cursors: &mut Cursors) {
     match (reply, &mut p.gather) {
+        (
+            Reply::Entries(es),
+            ReplyShape::Scan {
+                count,
+                pattern,
+                keys,
+                cursor,
+            },
+        ) => {
+            if es.len() == *count as usize {
+                *cursor = cursors.after(&es.last().expect("a full step").0);
+            }
+            let wanted = |k: &Bytes| pattern.as_ref().is_none_or(|p| glob_match(p, k));
+            *keys = es.into_iter().map(|(k, _)| k).filter(wanted).collect();
+        }
         (Reply::Error(e), _) => p.error = Some(e),
         (Reply::Value(v), ReplyShape::Value(slot)) => *slot = v,
         (Reply::Value(v), ReplyShape::Values(vs)) => vs[part] = v,
@@ -443,5 +476,13 @@ fn encode(p: Pending, out: &mut Vec<u8>) {
         }
         ReplyShape::Count(n) => resp::integer(out, n),
         ReplyShape::Ok => resp::simple(out, "OK"),
+        ReplyShape::Scan { keys, cursor, .. } => {
+            resp::array_header(out, 2);
+            resp::bulk(out, Some(cursor.to_string().as_bytes()));
+            resp::array_header(out, keys.len());
+            for k in keys {
+                resp::bulk(out, Some(&k));
+            }
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! Redis's words ("ERR wrong number of arguments for 'get' command").
 
 use bytes::Bytes;
-use tiermux_kv::{Cache, Command};
+use tiermux_kv::{Command, Machine};
 
 use crate::kv::ReplyShape;
 use crate::resp;
@@ -34,7 +34,8 @@ fn command_name(b: &[u8]) -> ([u8; 16], usize) {
 pub(crate) fn decode(
     args: &[Bytes],
     now_ms: u64,
-    cache: &Cache,
+    cache: &Machine,
+    cursors: &crate::kv_scan::Cursors,
 ) -> Result<(ReplyShape, Vec<Command>), String> {
     let (buf, len) = command_name(&args[0]);
     let name = std::str::from_utf8(&buf[..len]).unwrap_or("");
@@ -78,8 +79,9 @@ pub(crate) fn decode(
             let (key, value) = (rest[0].clone(), rest[1].clone());
             if value.len() > cache.max_value_bytes(key.len()) {
                 return Err(format!(
-                    "ERR value of {} bytes is larger than the cache stores ({} bytes)",
+                    "ERR value of {} bytes is larger than the {} stores ({} bytes)",
                     value.len(),
+                    cache.mode(),
                     cache.max_value_bytes(key.len())
                 ));
             }
@@ -122,7 +124,10 @@ pub(crate) fn decode(
         }
         "CONFIG" => Err("ERR only CONFIG GET with one parameter is supported".into()),
         "MGET" | "DEL" | "EXISTS" | "SET" => Err(arity(&name.to_ascii_lowercase())),
-        "SCAN" => Err("ERR SCAN needs a key-value store; this server runs a cache".into()),
+        "SCAN" if cache.mode() == "cache" => {
+            Err("ERR SCAN needs a key-value store; this server runs a cache".into())
+        }
+        "SCAN" => crate::kv_scan::decode(rest, cursors),
         _ => {
             let shown: String = String::from_utf8_lossy(&args[0]).chars().take(64).collect();
             Err(format!("ERR unknown command '{shown}'"))
@@ -152,31 +157,13 @@ fn set_expiry(opts: &[Bytes], now_ms: u64) -> Result<u64, String> {
     }
 }
 
-fn info(cache: &Cache) -> String {
-    let s = cache.stats();
-    let c = cache.config();
-    format!(
-        "# Server\r\nredis_version:7.0.0\r\ntiermux_mode:cache\r\n\
-         # Memory\r\ndram_budget_bytes:{}\r\n\
-         # Stats\r\nget_commands:{}\r\ndram_hits:{}\r\nflash_hits:{}\r\nset_commands:{}\r\n\
-         to_small_object_cache:{}\r\nto_large_object_cache:{}\r\n\
-         bucket_reads:{}\r\nbucket_writes:{}\r\nbloom_rejects:{}\r\n\
-         region_reads:{}\r\nregion_writes:{}\r\nregion_evictions:{}\r\nitems_dropped:{}\r\n\
-         io_errors:{}\r\n",
-        c.dram_bytes,
-        s.gets,
-        s.dram_hits,
-        s.flash_hits,
-        s.sets,
-        s.to_soc,
-        s.to_loc,
-        s.soc.reads,
-        s.soc.writes,
-        s.soc.bloom_rejects,
-        s.loc.reads,
-        s.loc.region_writes,
-        s.loc.evictions,
-        s.loc.dropped,
-        s.soc.io_errors + s.loc.io_errors,
-    )
+fn info(m: &Machine) -> String {
+    let mut text = format!(
+        "# Server\r\nredis_version:7.0.0\r\ntiermux_mode:{}\r\n# Stats\r\n",
+        m.mode()
+    );
+    for (name, value) in m.counters() {
+        text.push_str(&format!("{name}:{value}\r\n"));
+    }
+    text
 }

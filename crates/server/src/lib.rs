@@ -14,6 +14,7 @@ pub mod fuzzing;
 pub mod handshakes;
 pub mod kv;
 mod kv_commands;
+mod kv_scan;
 pub mod proto;
 pub mod resp;
 pub mod server;

@@ -164,7 +164,7 @@ pub struct StoreStats {
     pub gets: u64,
     /// GETs that found their key.
     pub get_hits: u64,
-    /// GETs answered from a value not yet on the volume.
+    /// GETs that found a value not yet on the volume.
     pub pending_hits: u64,
     /// Puts answered as stored.
     pub puts: u64,
@@ -466,7 +466,8 @@ impl Store {
             (Some(Err(ptr)), _) => self.read(key, ptr, purpose),
             (found, Purpose::Get { tag }) => {
                 let value = found.map(|v| v.expect("a pending value"));
-                self.stats.pending_hits += self.pending.contains_key(&key) as u64;
+                self.stats.pending_hits +=
+                    (value.is_some() && self.pending.contains_key(&key)) as u64;
                 self.stats.get_hits += value.is_some() as u64;
                 self.replies.push_back((tag, Reply::Value(value)));
             }

@@ -1,0 +1,396 @@
+//! `tiermux kv serve` in store mode: redis-benchmark with pipelining, the
+//! Python `redis` library checked against a model (SCAN included), and
+//! 200 `kill -9` points after which every acknowledged SET and DEL must
+//! still hold.
+//!
+//! The clients come from the Debian packages redis-tools and python3-redis,
+//! which `.ci/run` installs. Without them the client tests fail (set
+//! TIERMUX_SKIP_REDIS_CLIENTS=1 to skip them); the kill test needs none.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const CONFIG: &str = r#"
+size = "64MiB"
+
+[[device]]
+name = "fast"
+path = "fast.img"
+size = "16MiB"
+
+[[device]]
+name = "slow"
+path = "slow.img"
+
+[policy]
+POLICY
+
+[kv]
+mode = "store"
+listen = "tcp:127.0.0.1:0"
+index = "1MiB"
+checkpoint_every = "2MiB"
+max_write = "256KiB"
+"#;
+
+/// Orthus-KV's block cache: classic caching in write-around.
+const CLASSIC_WA: &str = "name = \"classic\"\nwrite_mode = \"wa\"";
+const NHC: &str = "name = \"nhc\"";
+
+struct Served {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path, policy: &str) -> Served {
+    std::fs::write(dir.join("kv.toml"), CONFIG.replace("POLICY", policy)).expect("config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
+        .args(["kv", "serve", "kv.toml"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tiermux runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("a line");
+    let port = line
+        .trim()
+        .strip_prefix("tiermux kv: listening on tcp:127.0.0.1:")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("server said: {line}"));
+    Served { child, port }
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tiermux-kvs-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn have_clients() -> bool {
+    let bench = Command::new("redis-benchmark")
+        .arg("--version")
+        .output()
+        .is_ok();
+    let py = Command::new("/usr/bin/python3")
+        .args(["-c", "import redis"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if bench && py {
+        return true;
+    }
+    if std::env::var_os("TIERMUX_SKIP_REDIS_CLIENTS").is_some() {
+        eprintln!("skipped: redis-benchmark or python3-redis missing");
+        return false;
+    }
+    panic!("missing redis-benchmark or python3-redis: install redis-tools and python3-redis (bash .ci/run does), or set TIERMUX_SKIP_REDIS_CLIENTS=1");
+}
+
+#[test]
+fn redis_benchmark_runs_against_the_store() {
+    if !have_clients() {
+        return;
+    }
+    let dir = tempdir("bench");
+    let s = serve(&dir, CLASSIC_WA);
+    let out = Command::new("redis-benchmark")
+        .args([
+            "-p",
+            &s.port.to_string(),
+            "-t",
+            "set,get",
+            "-n",
+            "20000",
+            "-P",
+            "16",
+        ])
+        .args(["-c", "8", "-r", "5000", "-d", "1000", "-q", "--csv"])
+        .output()
+        .expect("redis-benchmark runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "redis-benchmark failed: {text}");
+    for test in ["\"SET\"", "\"GET\""] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(test))
+            .unwrap_or_else(|| panic!("no {test} row in {text}"));
+        let rps: f64 = row
+            .split(',')
+            .nth(1)
+            .and_then(|f| f.trim_matches('"').parse().ok())
+            .expect("a rate");
+        assert!(rps > 1000.0, "{test}: {rps} requests per second");
+    }
+}
+
+const MODEL_SCRIPT: &str = r#"
+import random, sys, redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+rng = random.Random(11)
+model = {}
+for i in range(5000):
+    key = "k%03d" % rng.randrange(300)
+    op = rng.random()
+    if op < 0.45:
+        size = rng.choice([rng.randrange(0, 300), rng.randrange(3000, 40000)])
+        value = (("%d:" % i) * (size // 2 + 1)).encode()[:size]
+        assert r.set(key, value) is True
+        model[key] = value
+    elif op < 0.85:
+        assert r.get(key) == model.get(key), "GET %s" % key
+    elif op < 0.92:
+        assert r.delete(key) == (1 if key in model else 0)
+        model.pop(key, None)
+    elif op < 0.97:
+        keys = ["k%03d" % rng.randrange(300) for _ in range(5)]
+        assert r.mget(keys) == [model.get(k) for k in keys]
+    else:
+        assert r.exists(key) == (1 if key in model else 0)
+    if i % 1000 == 999:
+        got = [k.decode() for k in r.scan_iter(count=rng.randrange(1, 60))]
+        assert got == sorted(model), "SCAN answered %d keys of %d" % (len(got), len(model))
+        some = [k.decode() for k in r.scan_iter(match="k1*", count=50)]
+        assert some == sorted(k for k in model if k.startswith("k1"))
+try:
+    r.set("x", "y", ex=5)
+    raise SystemExit("a store took an expiry")
+except redis.exceptions.ResponseError as e:
+    assert "expiry" in str(e), e
+info = r.info()
+assert info["tiermux_mode"] == "store" and info["keys"] == len(model), info
+print("keys", len(model), "log writes", info["log_writes"])
+"#;
+
+#[test]
+fn a_python_client_reads_what_it_wrote_and_scans_in_order() {
+    if !have_clients() {
+        return;
+    }
+    let dir = tempdir("python");
+    let s = serve(&dir, NHC);
+    std::fs::write(dir.join("model.py"), MODEL_SCRIPT).expect("script");
+    let out = Command::new("/usr/bin/python3")
+        .arg(dir.join("model.py"))
+        .arg(s.port.to_string())
+        .output()
+        .expect("python runs");
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "python client: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A minimal RESP reader for the replies this test expects.
+#[derive(Debug, PartialEq)]
+enum Resp {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Vec<Resp>),
+}
+
+fn read_resp(r: &mut BufReader<TcpStream>) -> std::io::Result<Resp> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let (kind, rest) = line.trim_end().split_at(1);
+    let n = || rest.parse::<i64>().expect("a number");
+    Ok(match kind {
+        "+" => Resp::Simple(rest.into()),
+        "-" => Resp::Error(rest.into()),
+        ":" => Resp::Int(n()),
+        "$" if n() < 0 => Resp::Bulk(None),
+        "$" => {
+            let mut b = vec![0; n() as usize + 2];
+            r.read_exact(&mut b)?;
+            b.truncate(b.len() - 2);
+            Resp::Bulk(Some(b))
+        }
+        "*" => Resp::Array((0..n()).map(|_| read_resp(r)).collect::<Result<_, _>>()?),
+        _ => panic!("not RESP: {line:?}"),
+    })
+}
+
+fn command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Value number `id` of `key`: its own name and number, then filler of a
+/// length that follows from them.
+fn value(key: usize, id: u64) -> Vec<u8> {
+    let len = 20 + ((id * 2654435761 + key as u64 * 40503) % 6000) as usize;
+    let mut v = format!("{key}:{id}:").into_bytes();
+    v.resize(len, b'a' + (id % 26) as u8);
+    v
+}
+
+/// What each key was sent: (id, acknowledged); id 0 is a delete.
+type Log = Arc<Mutex<HashMap<usize, Vec<(u64, bool)>>>>;
+
+const KEYS: usize = 300;
+
+/// Writers at once; writer `i` owns the keys `i` modulo this, so each
+/// key's commands reach the server in the order the log notes them.
+const WRITERS: u64 = 3;
+
+/// Sends pipelined SETs and DELs until the server dies, noting each
+/// command before it is sent and its acknowledgement when it comes.
+fn writer(port: u16, which: u64, seed: u64, log: Log, next_id: Arc<Mutex<u64>>) {
+    let Ok(s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return;
+    };
+    let mut w = s.try_clone().expect("clone");
+    let mut r = BufReader::new(s);
+    let mut rng = seed;
+    loop {
+        let mut batch = Vec::new();
+        let mut bytes = Vec::new();
+        for _ in 0..16 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let key = ((rng >> 33) as usize % (KEYS / WRITERS as usize)) * WRITERS as usize
+                + which as usize;
+            let id = {
+                let mut n = next_id.lock().expect("ids");
+                *n += 1;
+                *n
+            };
+            let k = format!("key{key}");
+            let del = (rng >> 20).is_multiple_of(10);
+            let id = if del { 0 } else { id };
+            let cmd = if del {
+                command(&[b"DEL", k.as_bytes()])
+            } else {
+                command(&[b"SET", k.as_bytes(), &value(key, id)])
+            };
+            bytes.extend_from_slice(&cmd);
+            let mut l = log.lock().expect("log");
+            let entries = l.entry(key).or_default();
+            entries.push((id, false));
+            batch.push((key, entries.len() - 1));
+        }
+        if w.write_all(&bytes).is_err() {
+            return;
+        }
+        for (key, at) in batch {
+            match read_resp(&mut r) {
+                Ok(Resp::Simple(_) | Resp::Int(_)) => {
+                    log.lock().expect("log").get_mut(&key).expect("a key")[at].1 = true
+                }
+                Ok(other) => panic!("a write answered {other:?}"),
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Checks every key holds its last acknowledged value or one sent after
+/// it; returns what they hold, as the log for the next round.
+fn check(port: u16, log: &Log) -> HashMap<usize, Vec<(u64, bool)>> {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut w = s.try_clone().expect("clone");
+    let mut r = BufReader::new(s);
+    let names: Vec<String> = (0..KEYS).map(|k| format!("key{k}")).collect();
+    let mut args: Vec<&[u8]> = vec![b"MGET"];
+    args.extend(names.iter().map(|n| n.as_bytes()));
+    w.write_all(&command(&args)).expect("send");
+    let Resp::Array(values) = read_resp(&mut r).expect("MGET") else {
+        panic!("MGET answered no array");
+    };
+    let log = log.lock().expect("log");
+    let mut held = HashMap::new();
+    for (key, v) in values.into_iter().enumerate() {
+        let Resp::Bulk(v) = v else { panic!("{v:?}") };
+        let id = v.as_ref().map_or(0, |v| {
+            let text = String::from_utf8_lossy(v);
+            let id: u64 = text
+                .split(':')
+                .nth(1)
+                .and_then(|i| i.parse().ok())
+                .expect("an id");
+            assert_eq!(v, &value(key, id), "key{key} holds a damaged value");
+            id
+        });
+        let sent = log.get(&key).cloned().unwrap_or_else(|| vec![(0, true)]);
+        let last_acked = sent.iter().rposition(|e| e.1).unwrap_or(0);
+        let allowed: Vec<u64> = sent[last_acked..].iter().map(|e| e.0).collect();
+        let allowed = if sent.iter().any(|e| e.1) {
+            allowed
+        } else {
+            [vec![0], allowed].concat()
+        };
+        assert!(
+            allowed.contains(&id),
+            "key{key} holds {id}; allowed {allowed:?}"
+        );
+        held.insert(key, vec![(id, true)]);
+    }
+    held
+}
+
+#[test]
+fn acknowledged_writes_survive_200_kill_9() {
+    let dir = tempdir("kill");
+    let log: Log = Arc::new(Mutex::new(HashMap::new()));
+    let next_id = Arc::new(Mutex::new(0u64));
+    let mut acked_total = 0;
+    for round in 0..200u64 {
+        let mut s = serve(&dir, if round % 2 == 0 { NHC } else { CLASSIC_WA });
+        let held = check(s.port, &log);
+        *log.lock().expect("log") = held;
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|i| {
+                let (log, ids, port) = (log.clone(), next_id.clone(), s.port);
+                std::thread::spawn(move || writer(port, i, round * 7 + i, log, ids))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20 + (round * 37) % 80));
+        s.child.kill().expect("kill -9");
+        s.child.wait().expect("reaped");
+        for w in writers {
+            w.join().expect("a writer");
+        }
+        // Each key's first entry is what the round began with.
+        let log = log.lock().expect("log");
+        acked_total += log
+            .values()
+            .flat_map(|v| v.iter().skip(1))
+            .filter(|e| e.1)
+            .count();
+    }
+    let s = serve(&dir, NHC);
+    check(s.port, &log);
+    assert!(
+        acked_total > 5_000,
+        "only {acked_total} writes were acknowledged"
+    );
+}

@@ -300,7 +300,10 @@ mod tests {
         ] {
             let path = dir.join("bad.toml");
             std::fs::write(&path, text.replace(from, to)).expect("write");
-            let err = format!("{:#}", load(&path, &dir).err().expect("refused"));
+            let Err(e) = load(&path, &dir) else {
+                panic!("{to} was taken")
+            };
+            let err = format!("{e:#}");
             assert!(err.contains(says), "{err}");
         }
     }

@@ -1,6 +1,6 @@
 //! The `[kv]` table of a run: the simulator drives the key-value layer's
-//! cache (`tiermux-kv`, CacheLib's shape) over the volume instead of
-//! issuing block requests. The run's `[workload]` then chooses keys: its
+//! cache (`tiermux-kv`, CacheLib's shape) or store (Orthus-KV's shape)
+//! over the volume instead of issuing block requests. The run's `[workload]` then chooses keys: its
 //! items are keys (`working_set_blocks` is the number of keys), its
 //! `write_ratio` is the share of SETs, and its pattern, scrambling and
 //! hot-spot shift apply to keys as they would to blocks.
@@ -8,13 +8,33 @@
 use serde::{Deserialize, Serialize};
 
 use tiermux_kv::cache::CacheConfig;
+use tiermux_kv::{Machine, MachineConfig, StoreConfig};
 
 use crate::config::ConfigError;
 
-/// A key-value cache and the mix of commands its clients send.
+/// A key-value cache or store and the mix of commands its clients send.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KvSpec {
+    /// "cache" (CacheLib's shape) or "store" (Orthus-KV's: a value log and
+    /// a key index; misses do not happen, expiry and lookaside do not
+    /// apply). The DRAM and object-cache settings are the cache's; the
+    /// store's are `index_bytes` and `max_write_bytes`.
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    /// Store: bytes of each key-index checkpoint slot.
+    #[serde(default = "default_index_bytes")]
+    pub index_bytes: u64,
+    /// Store: bytes of the largest log write (a group commit).
+    #[serde(default = "default_max_write_bytes")]
+    pub max_write_bytes: u32,
+    /// Store: share of commands that SCAN `scan_length` keys from a key of
+    /// the workload, with their values.
+    #[serde(default)]
+    pub scan: f64,
+    /// Store: keys a SCAN reads.
+    #[serde(default = "default_scan_length")]
+    pub scan_length: u32,
     /// The DRAM cache's budget, bytes.
     #[serde(default = "default_dram_bytes")]
     pub dram_bytes: u64,
@@ -72,6 +92,18 @@ pub struct KvSpec {
     pub prefill: bool,
 }
 
+fn default_mode() -> String {
+    "cache".into()
+}
+fn default_index_bytes() -> u64 {
+    StoreConfig::default().index_bytes
+}
+fn default_max_write_bytes() -> u32 {
+    StoreConfig::default().max_write_bytes
+}
+fn default_scan_length() -> u32 {
+    50
+}
 fn default_dram_bytes() -> u64 {
     CacheConfig::default().dram_bytes
 }
@@ -132,12 +164,52 @@ impl KvSpec {
         }
     }
 
+    /// The store over a volume of `volume_bytes`.
+    pub fn store_config(&self, volume_bytes: u64, seed: u64) -> StoreConfig {
+        StoreConfig {
+            volume_bytes,
+            index_bytes: self.index_bytes,
+            max_write_bytes: self.max_write_bytes,
+            generation: seed | 1,
+            ..StoreConfig::default()
+        }
+    }
+
+    /// The machine of the spec's mode over a volume of `volume_bytes`.
+    pub fn machine_config(&self, volume_bytes: u64, seed: u64) -> MachineConfig {
+        match self.mode.as_str() {
+            "store" => MachineConfig::Store(self.store_config(volume_bytes, seed)),
+            _ => MachineConfig::Cache(self.cache_config(volume_bytes, seed)),
+        }
+    }
+
+    /// Whether the run drives a store.
+    pub fn is_store(&self) -> bool {
+        self.mode == "store"
+    }
+
     /// Checks the spec against a volume of `volume_bytes`.
     pub fn validate(&self, volume_bytes: u64) -> Result<(), ConfigError> {
-        let cache = self.cache_config(volume_bytes, 1);
-        cache
-            .validate()
-            .map_err(|e| ConfigError::new(format!("kv.{}", e.field), e.problem))?;
+        check(
+            "mode",
+            matches!(self.mode.as_str(), "cache" | "store"),
+            || format!("'{}' is not a mode (\"cache\" or \"store\")", self.mode),
+        )?;
+        let machine = self.machine_config(volume_bytes, 1);
+        let valid = match &machine {
+            MachineConfig::Cache(c) => c.validate(),
+            MachineConfig::Store(s) => s.validate(),
+        };
+        valid.map_err(|e| ConfigError::new(format!("kv.{}", e.field), e.problem))?;
+        check("scan", (0.0..=1.0).contains(&self.scan), || {
+            format!("must be in [0, 1], got {}", self.scan)
+        })?;
+        check("scan", self.scan == 0.0 || self.is_store(), || {
+            "SCAN needs mode = \"store\": the cache keeps no key order".into()
+        })?;
+        check("scan_length", self.scan_length >= 1, || {
+            "must be at least 1".into()
+        })?;
         check(
             "key_bytes_min",
             (8..=self.key_bytes_max).contains(&self.key_bytes_min)
@@ -161,15 +233,15 @@ impl KvSpec {
                 )
             },
         )?;
-        let probe = tiermux_kv::Cache::new(cache).expect("validated");
+        let probe = Machine::new(machine).expect("validated");
         let room = probe.max_value_bytes(self.key_bytes_max as usize);
         check(
             "value_bytes_max",
             self.value_bytes_max as usize <= room,
             || {
                 format!(
-                    "{} bytes do not fit the cache (at most {room} with {}-byte keys)",
-                    self.value_bytes_max, self.key_bytes_max
+                    "{} bytes do not fit the {} (at most {room} with {}-byte keys)",
+                    self.value_bytes_max, self.mode, self.key_bytes_max
                 )
             },
         )?;
@@ -184,8 +256,8 @@ impl KvSpec {
         }
         check(
             "lone_get",
-            self.lone_get + self.lone_set + self.del <= 1.0,
-            || "lone_get + lone_set + del is more than 1".into(),
+            self.lone_get + self.lone_set + self.del + self.scan <= 1.0,
+            || "lone_get + lone_set + del + scan is more than 1".into(),
         )?;
         for (field, v) in [
             ("backing_latency_us", self.backing_latency_us),

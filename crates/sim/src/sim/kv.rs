@@ -1,5 +1,6 @@
 //! The key-value front of the simulator: clients send commands to the
-//! key-value layer's cache machine (`tiermux-kv`), and the machine's
+//! key-value layer's machine (`tiermux-kv`: the cache or the store), and
+//! the machine's
 //! block-aligned storage requests become block accesses of the volume,
 //! run by the policy over the simulated devices like any client's.
 //!
@@ -16,7 +17,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use tiermux_core::rng::{splitmix64, Rng};
 use tiermux_core::{Access, Histogram, Op};
-use tiermux_kv::{Cache, CacheStats, Command, IoKind, IoRequest, Reply};
+use tiermux_kv::{Command, IoKind, IoRequest, Machine, Reply, Summary};
 
 use super::{Ev, Req, Simulator, Versions};
 use crate::kvconfig::KvSpec;
@@ -53,6 +54,7 @@ enum What {
     Del {
         version: u32,
     },
+    Scan,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -63,10 +65,10 @@ struct KvOp {
     what: What,
 }
 
-/// The key-value clients' state and the cache machine.
+/// The key-value clients' state and the machine.
 pub(super) struct KvFront {
     spec: KvSpec,
-    cache: Cache,
+    machine: Machine,
     keys: Workload,
     rng: Rng,
     store: Vec<u8>,
@@ -80,8 +82,8 @@ pub(super) struct KvFront {
     next_lone: u64,
     /// GET latencies since measuring began.
     pub(super) get_latency: Histogram,
-    /// The cache's counters when measuring began.
-    pub(super) stats_at_warmup: CacheStats,
+    /// The machine's counters when measuring began.
+    pub(super) stats_at_warmup: Summary,
 }
 
 /// A deterministic size in `min..=max` for `seed`.
@@ -90,8 +92,9 @@ fn size_between(min: u32, max: u32, seed: u64) -> u32 {
 }
 
 impl KvFront {
-    /// The front for a run: the cache over a volume of `volume_bytes`,
-    /// keys chosen by the run's workload.
+    /// The front for a run: the machine over a volume of `volume_bytes`,
+    /// keys chosen by the run's workload; a store formats its volume, in
+    /// zero time.
     pub(super) fn new(
         spec: &KvSpec,
         workload: &crate::workload::WorkloadSpec,
@@ -99,12 +102,12 @@ impl KvFront {
         volume_bytes: u64,
         seed: u64,
     ) -> KvFront {
-        let cache = Cache::new(spec.cache_config(volume_bytes, seed))
+        let machine = Machine::new(spec.machine_config(volume_bytes, seed))
             .expect("the key-value spec was validated");
         let key_space = volume_blocks_needed(workload, keys);
-        KvFront {
+        let mut front = KvFront {
             spec: spec.clone(),
-            cache,
+            machine,
             keys: Workload::new(workload, keys, key_space, seed ^ 0x4B56),
             rng: Rng::new(seed ^ 0x4B56_C11E),
             store: vec![0; volume_bytes as usize],
@@ -116,13 +119,38 @@ impl KvFront {
             busy_blocks: HashMap::new(),
             next_lone: FIRST_LONE_KEY,
             get_latency: Histogram::new(),
-            stats_at_warmup: CacheStats::default(),
-        }
+            stats_at_warmup: Summary::default(),
+        };
+        front.settle_at_once(&mut Vec::new());
+        while front.machine.pop_reply().is_some() {}
+        front
     }
 
-    /// The cache's counters so far.
-    pub(super) fn stats(&self) -> CacheStats {
-        self.cache.stats()
+    /// The machine's counters so far.
+    pub(super) fn stats(&self) -> Summary {
+        self.machine.summary()
+    }
+
+    /// Performs the machine's storage requests at once, until it has none;
+    /// notes the blocks written.
+    fn settle_at_once(&mut self, written: &mut Vec<u64>) {
+        while let Some(io) = self.machine.pop_io() {
+            let at = io.offset as usize;
+            match io.kind {
+                IoKind::Write { data } => {
+                    self.store[at..at + data.len()].copy_from_slice(&data);
+                    let first = io.offset / tiermux_kv::BLOCK_BYTES;
+                    let n = data.len() as u64 / tiermux_kv::BLOCK_BYTES;
+                    written.extend(first..first + n);
+                    self.machine.complete(io.id, Ok(&[]));
+                }
+                IoKind::Read { len_bytes } => {
+                    let end = at + len_bytes as usize;
+                    let (m, store) = (&mut self.machine, &self.store);
+                    m.complete(io.id, Ok(&store[at..end]));
+                }
+            }
+        }
     }
 
     fn key_bytes(&self, key: u64) -> Bytes {
@@ -182,7 +210,8 @@ impl KvFront {
             .then(|| format!("version {version} with damaged bytes"))
     }
 
-    /// Sets every key, coldest first, with storage that completes at once;
+    /// Sets every key, coldest first, with storage that completes at once
+    /// (a store's puts in group commits of 256);
     /// returns the volume blocks written, most recently written first.
     pub(super) fn prefill(&mut self) -> Vec<u64> {
         let keys = self.keys.working_set();
@@ -196,25 +225,12 @@ impl KvFront {
                 value: self.value(key, version),
                 expires_at_ms: 0,
             };
-            self.cache.submit(u64::MAX, cmd, 0);
-            while let Some(io) = self.cache.pop_io() {
-                let at = io.offset as usize;
-                match io.kind {
-                    IoKind::Write { data } => {
-                        self.store[at..at + data.len()].copy_from_slice(&data);
-                        let first = io.offset / tiermux_kv::BLOCK_BYTES;
-                        let n = data.len() as u64 / tiermux_kv::BLOCK_BYTES;
-                        written.extend(first..first + n);
-                        self.cache.complete(io.id, Ok(&[]));
-                    }
-                    IoKind::Read { len_bytes } => {
-                        let end = at + len_bytes as usize;
-                        let (cache, store) = (&mut self.cache, &self.store);
-                        cache.complete(io.id, Ok(&store[at..end]));
-                    }
-                }
+            self.machine.submit(u64::MAX, cmd, 0);
+            // A store packs its puts into group commits, as under load.
+            if !self.spec.is_store() || rank % 256 == 0 {
+                self.settle_at_once(&mut written);
             }
-            while self.cache.pop_reply().is_some() {}
+            while self.machine.pop_reply().is_some() {}
         }
         let mut seen = std::collections::HashSet::new();
         written.reverse();
@@ -254,7 +270,18 @@ impl KvFront {
                 let cmd = Command::Del {
                     key: self.key_bytes(key),
                 };
-                self.cache.submit(tag, cmd, start_ns / 1_000_000);
+                self.machine.submit(tag, cmd, start_ns / 1_000_000);
+                return;
+            } else if u < s.lone_get + s.lone_set + s.del + s.scan {
+                let key = self.keys.next(start_ns).block;
+                let count = s.scan_length;
+                let tag = self.op(worker, start_ns, key, What::Scan);
+                let cmd = Command::Scan {
+                    start: self.key_bytes(key),
+                    count,
+                    with_values: true,
+                };
+                self.machine.submit(tag, cmd, start_ns / 1_000_000);
                 return;
             } else {
                 let g = self.keys.next(start_ns);
@@ -278,7 +305,7 @@ impl KvFront {
                 let cmd = Command::Get {
                     key: self.key_bytes(key),
                 };
-                self.cache.submit(tag, cmd, now_ms);
+                self.machine.submit(tag, cmd, now_ms);
             }
             None => {
                 let version = self.next_version(key);
@@ -293,7 +320,7 @@ impl KvFront {
                     value,
                     expires_at_ms: 0,
                 };
-                self.cache.submit(tag, cmd, now_ms);
+                self.machine.submit(tag, cmd, now_ms);
             }
         }
     }
@@ -335,6 +362,14 @@ impl KvFront {
             }
         }
     }
+}
+
+/// The number of a key the front named (`k`, zeros, its digits).
+fn key_number(k: &[u8]) -> Option<u64> {
+    std::str::from_utf8(k.strip_prefix(b"k")?)
+        .ok()?
+        .parse()
+        .ok()
 }
 
 fn filler(key: u64, version: u32) -> u8 {
@@ -381,9 +416,9 @@ impl Simulator {
     fn kv_pump(&mut self) {
         loop {
             let kv = self.kv();
-            if let Some(io) = kv.cache.pop_io() {
+            if let Some(io) = kv.machine.pop_io() {
                 self.kv_submit(io);
-            } else if let Some((tag, reply)) = kv.cache.pop_reply() {
+            } else if let Some((tag, reply)) = kv.machine.pop_reply() {
                 self.kv_reply(tag, reply);
             } else {
                 break;
@@ -439,12 +474,12 @@ impl Simulator {
         match io.write {
             Some(data) => {
                 kv.store[at..at + data.len()].copy_from_slice(&data);
-                kv.cache.complete(io.id, Ok(&[]));
+                kv.machine.complete(io.id, Ok(&[]));
             }
             None => {
                 let end = at + io.len_bytes as usize;
-                let (cache, store) = (&mut kv.cache, &kv.store);
-                cache.complete(io.id, Ok(&store[at..end]));
+                let (m, store) = (&mut kv.machine, &kv.store);
+                m.complete(io.id, Ok(&store[at..end]));
             }
         }
         self.kv_pump();
@@ -490,6 +525,18 @@ impl Simulator {
             (What::Del { version }, Reply::Count(_)) => {
                 kv.acked(op.key, version);
                 (Op::Write, 0)
+            }
+            (What::Scan, Reply::Entries(es)) => {
+                let mut bytes = 0;
+                for (k, v) in es {
+                    bytes += v.len() as u64;
+                    let key = key_number(k);
+                    wrong = wrong.or_else(|| match key {
+                        Some(key) => kv.wrong_value(key, 0, v),
+                        None => Some(format!("a scan answered the key {k:?}")),
+                    });
+                }
+                (Op::Read, bytes)
             }
             (what, reply) => {
                 let wrong = format!("the reply {reply:?} to {what:?}");

@@ -1,7 +1,7 @@
 //! `tiermux kv bench`: a named key-value workload (YCSB, CacheBench's
 //! mixes, Meta's production mixes, bursts, a hot-spot shift) on the
-//! key-value cache over a simulated hierarchy, for one or more policies
-//! side by side, in virtual time.
+//! key-value cache or store over a simulated hierarchy, for one or more
+//! policies side by side, in virtual time.
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -19,6 +19,11 @@ pub struct KvBenchArgs {
     /// List the workloads and stop.
     #[arg(long)]
     list: bool,
+    /// "cache" (CacheLib's shape, over the volume as a flash cache) or
+    /// "store" (Orthus-KV's: every key in a log on the volume, whose
+    /// block cache on the first device the policy runs, in write-around).
+    #[arg(long, default_value = "cache")]
+    mode: String,
     /// Policies to compare, comma-separated; ratios are to the first.
     #[arg(long, default_value = "classic,nhc", value_delimiter = ',')]
     policy: Vec<String>,
@@ -81,6 +86,7 @@ impl KvBenchArgs {
                 ..ClientSpec::default()
             },
             kv: Some(KvSpec {
+                mode: self.mode.clone(),
                 dram_bytes: (self.dram_mib * (1 << 20) as f64) as u64,
                 backing_latency_us: self.backing_us,
                 ..KvSpec::default()
@@ -95,6 +101,26 @@ impl KvBenchArgs {
         apply_kv_workload(&self.workload, &knobs, &mut cfg)
             .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
         cfg.resolve()?;
+        let kv = cfg.kv.as_ref().expect("a key-value run");
+        if kv.is_store() {
+            let volume_bytes = self.volume_mib << 20;
+            let store = kv.store_config(volume_bytes, 1);
+            let mean_value = (kv.value_bytes_min + kv.value_bytes_max) as u64 / 2;
+            let record = 32 + kv.key_bytes_max as u64 + mean_value;
+            let live = self.keys * record;
+            if live > store.max_live_bytes() {
+                bail!(
+                    "--volume-mib: {} keys of about {record} bytes need {} MiB of live log, and a {} MiB volume gives the store {} MiB (a {} MiB log, at most {:.0} % live); give it at least {} MiB",
+                    self.keys,
+                    live >> 20,
+                    self.volume_mib,
+                    store.max_live_bytes() >> 20,
+                    store.layout().log_bytes >> 20,
+                    store.max_live_share * 100.0,
+                    (self.volume_mib * live).div_ceil(store.max_live_bytes()) + 1
+                );
+            }
+        }
         Ok(cfg)
     }
 }
@@ -116,8 +142,9 @@ pub fn run(args: KvBenchArgs) -> Result<()> {
         .map(|p| args.config(p))
         .collect::<Result<Vec<_>>>()?;
     println!(
-        "tiermux kv bench: {} on {}, {} clients, {} keys, {:.0} s simulated ({:.0} s warm-up)",
+        "tiermux kv bench: {} on a {} over {}, {} clients, {} keys, {:.0} s simulated ({:.0} s warm-up)",
         args.workload,
+        args.mode,
         args.devices.join("+"),
         args.threads,
         args.keys,

@@ -22,8 +22,9 @@ pub struct KvSpec {
     /// store's are `index_bytes` and `max_write_bytes`.
     #[serde(default = "default_mode")]
     pub mode: String,
-    /// Store: bytes of each key-index checkpoint slot.
-    #[serde(default = "default_index_bytes")]
+    /// Store: bytes of each key-index checkpoint slot (0: a sixteenth of
+    /// the volume).
+    #[serde(default)]
     pub index_bytes: u64,
     /// Store: bytes of the largest log write (a group commit).
     #[serde(default = "default_max_write_bytes")]
@@ -95,9 +96,6 @@ pub struct KvSpec {
 fn default_mode() -> String {
     "cache".into()
 }
-fn default_index_bytes() -> u64 {
-    StoreConfig::default().index_bytes
-}
 fn default_max_write_bytes() -> u32 {
     StoreConfig::default().max_write_bytes
 }
@@ -168,7 +166,10 @@ impl KvSpec {
     pub fn store_config(&self, volume_bytes: u64, seed: u64) -> StoreConfig {
         StoreConfig {
             volume_bytes,
-            index_bytes: self.index_bytes,
+            index_bytes: match self.index_bytes {
+                0 => volume_bytes / 16 / 4096 * 4096,
+                n => n,
+            },
             max_write_bytes: self.max_write_bytes,
             generation: seed | 1,
             ..StoreConfig::default()

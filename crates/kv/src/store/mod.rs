@@ -103,7 +103,8 @@ impl StoreConfig {
         3 * self.max_write_bytes as u64
     }
 
-    fn max_live_bytes(&self) -> u64 {
+    /// Bytes of live records the store takes before it refuses puts.
+    pub fn max_live_bytes(&self) -> u64 {
         let usable = self.layout().log_bytes.saturating_sub(self.reserve_bytes());
         (usable as f64 * self.max_live_share) as u64
     }

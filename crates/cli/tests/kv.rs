@@ -8,9 +8,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+
+#[path = "common/kv_server.rs"]
+mod kv_server;
+use kv_server::{have_clients, python, redis_benchmark, serve, tempdir};
 
 const CONFIG: &str = r#"
 size = "128MiB"
@@ -33,65 +35,6 @@ dram = "1MiB"
 region = "1MiB"
 "#;
 
-struct Served {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path) -> Served {
-    std::fs::write(dir.join("kv.toml"), CONFIG).expect("config");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
-        .args(["kv", "serve", "kv.toml"])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("tiermux runs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("a line");
-    let port = line
-        .trim()
-        .strip_prefix("tiermux kv: listening on tcp:127.0.0.1:")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("server said: {line}"));
-    Served { child, port }
-}
-
-fn have_clients() -> bool {
-    let bench = Command::new("redis-benchmark")
-        .arg("--version")
-        .output()
-        .is_ok();
-    let py = Command::new("/usr/bin/python3")
-        .args(["-c", "import redis"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if bench && py {
-        return true;
-    }
-    if std::env::var_os("TIERMUX_SKIP_REDIS_CLIENTS").is_some() {
-        eprintln!("skipped: redis-benchmark or python3-redis missing");
-        return false;
-    }
-    panic!("missing redis-benchmark or python3-redis: install redis-tools and python3-redis (bash .ci/run does), or set TIERMUX_SKIP_REDIS_CLIENTS=1");
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("tiermux-kv-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
 fn talk(s: &mut TcpStream, send: &[u8]) -> String {
     s.write_all(send).expect("send");
     let mut buf = vec![0; 4096];
@@ -105,38 +48,9 @@ fn redis_benchmark_runs_get_and_set_with_pipelining() {
         return;
     }
     let dir = tempdir("bench");
-    let s = serve(&dir);
-    let out = Command::new("redis-benchmark")
-        .args([
-            "-p",
-            &s.port.to_string(),
-            "-t",
-            "set,get",
-            "-n",
-            "20000",
-            "-P",
-            "16",
-        ])
-        .args(["-c", "8", "-r", "20000", "-d", "512", "-q", "--csv"])
-        .output()
-        .expect("redis-benchmark runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "redis-benchmark failed: {text} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for test in ["\"SET\"", "\"GET\""] {
-        let row = text
-            .lines()
-            .find(|l| l.starts_with(test))
-            .unwrap_or_else(|| panic!("no {test} row in {text}"));
-        let rps: f64 = row
-            .split(',')
-            .nth(1)
-            .and_then(|f| f.trim_matches('"').parse().ok())
-            .expect("a rate");
-        assert!(rps > 1000.0, "{test}: {rps} requests per second");
+    let s = serve(&dir, CONFIG);
+    for rps in redis_benchmark(s.port, 20_000, 512) {
+        assert!(rps > 1000.0, "{rps} requests per second");
     }
     let mut c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
     let info = talk(&mut c, b"INFO\r\n");
@@ -205,26 +119,14 @@ fn a_python_client_reads_what_it_wrote() {
         return;
     }
     let dir = tempdir("python");
-    let s = serve(&dir);
-    std::fs::write(dir.join("model.py"), MODEL_SCRIPT).expect("script");
-    let out = Command::new("/usr/bin/python3")
-        .arg(dir.join("model.py"))
-        .arg(s.port.to_string())
-        .output()
-        .expect("python runs");
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    assert!(
-        out.status.success(),
-        "python client: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let s = serve(&dir, CONFIG);
+    python(&dir, MODEL_SCRIPT, s.port);
 }
 
 #[test]
 fn malformed_protocol_closes_only_its_own_connection() {
     let dir = tempdir("bad");
-    let s = serve(&dir);
+    let s = serve(&dir, CONFIG);
     let mut good = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
     good.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");

@@ -10,10 +10,17 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+#[path = "common/kv_server.rs"]
+mod kv_server;
+use kv_server::{have_clients, python, redis_benchmark, tempdir, Served};
+
+/// Serves a store on `policy` (a `[policy]` table's lines) from `dir`.
+fn serve(dir: &std::path::Path, policy: &str) -> Served {
+    kv_server::serve(dir, &CONFIG.replace("POLICY", policy))
+}
 
 const CONFIG: &str = r#"
 size = "64MiB"
@@ -42,99 +49,15 @@ max_write = "256KiB"
 const CLASSIC_WA: &str = "name = \"classic\"\nwrite_mode = \"wa\"";
 const NHC: &str = "name = \"nhc\"";
 
-struct Served {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path, policy: &str) -> Served {
-    std::fs::write(dir.join("kv.toml"), CONFIG.replace("POLICY", policy)).expect("config");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
-        .args(["kv", "serve", "kv.toml"])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("tiermux runs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("a line");
-    let port = line
-        .trim()
-        .strip_prefix("tiermux kv: listening on tcp:127.0.0.1:")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("server said: {line}"));
-    Served { child, port }
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tiermux-kvs-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-fn have_clients() -> bool {
-    let bench = Command::new("redis-benchmark")
-        .arg("--version")
-        .output()
-        .is_ok();
-    let py = Command::new("/usr/bin/python3")
-        .args(["-c", "import redis"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if bench && py {
-        return true;
-    }
-    if std::env::var_os("TIERMUX_SKIP_REDIS_CLIENTS").is_some() {
-        eprintln!("skipped: redis-benchmark or python3-redis missing");
-        return false;
-    }
-    panic!("missing redis-benchmark or python3-redis: install redis-tools and python3-redis (bash .ci/run does), or set TIERMUX_SKIP_REDIS_CLIENTS=1");
-}
-
 #[test]
 fn redis_benchmark_runs_against_the_store() {
     if !have_clients() {
         return;
     }
-    let dir = tempdir("bench");
+    let dir = tempdir("store-bench");
     let s = serve(&dir, CLASSIC_WA);
-    let out = Command::new("redis-benchmark")
-        .args([
-            "-p",
-            &s.port.to_string(),
-            "-t",
-            "set,get",
-            "-n",
-            "20000",
-            "-P",
-            "16",
-        ])
-        .args(["-c", "8", "-r", "5000", "-d", "1000", "-q", "--csv"])
-        .output()
-        .expect("redis-benchmark runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "redis-benchmark failed: {text}");
-    for test in ["\"SET\"", "\"GET\""] {
-        let row = text
-            .lines()
-            .find(|l| l.starts_with(test))
-            .unwrap_or_else(|| panic!("no {test} row in {text}"));
-        let rps: f64 = row
-            .split(',')
-            .nth(1)
-            .and_then(|f| f.trim_matches('"').parse().ok())
-            .expect("a rate");
-        assert!(rps > 1000.0, "{test}: {rps} requests per second");
+    for rps in redis_benchmark(s.port, 5000, 1000) {
+        assert!(rps > 1000.0, "{rps} requests per second");
     }
 }
 
@@ -181,21 +104,9 @@ fn a_python_client_reads_what_it_wrote_and_scans_in_order() {
     if !have_clients() {
         return;
     }
-    let dir = tempdir("python");
+    let dir = tempdir("store-python");
     let s = serve(&dir, NHC);
-    std::fs::write(dir.join("model.py"), MODEL_SCRIPT).expect("script");
-    let out = Command::new("/usr/bin/python3")
-        .arg(dir.join("model.py"))
-        .arg(s.port.to_string())
-        .output()
-        .expect("python runs");
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    assert!(
-        out.status.success(),
-        "python client: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python(&dir, MODEL_SCRIPT, s.port);
 }
 
 /// A minimal RESP reader for the replies this test expects.
@@ -359,7 +270,7 @@ fn check(port: u16, log: &Log) -> HashMap<usize, Vec<(u64, bool)>> {
 
 #[test]
 fn acknowledged_writes_survive_200_kill_9() {
-    let dir = tempdir("kill");
+    let dir = tempdir("store-kill");
     let log: Log = Arc::new(Mutex::new(HashMap::new()));
     let next_id = Arc::new(Mutex::new(0u64));
     let mut acked_total = 0;

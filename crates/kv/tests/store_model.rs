@@ -502,60 +502,11 @@ fn get(store: &mut Store, disk: &mut MemStorage, key: &str) -> Option<Bytes> {
     }
 }
 
-#[test]
-fn a_write_cut_short_by_a_crash_is_never_read_after_a_later_one() {
-    let cfg = cfg();
-    let mut disk = MemStorage::new(cfg.volume_bytes, 5);
-    let mut store = Store::open(cfg.clone()).expect("valid");
-    settle_store(&mut store, &mut disk);
-    store.submit(1, put("key0001", b'B'), 0);
-    assert_eq!(
-        settle_store(&mut store, &mut disk),
-        vec![(1, Reply::Stored)]
-    );
-    let log_start = cfg.layout().log_start;
-    // X goes out alone; Y and A wait and go together in the next write,
-    // of which the crash lands the second block (A) only.
-    store.submit(2, put("key0002", b'X'), 0);
-    store.submit(3, put("key0003", b'Y'), 0);
-    store.submit(4, put("key0001", b'A'), 0);
-    let w1 = store.pop_io().expect("X's write");
-    assert!(store.pop_io().is_none(), "one write in flight");
-    disk.submit(w1);
-    let (id, r) = disk.complete_one().expect("X's write");
-    store.complete(id, r.as_deref().map_err(|e| *e));
-    let w2 = store.pop_io().expect("Y and A's write");
-    assert_eq!(
-        (w2.offset, w2.len_bytes()),
-        (log_start + 2 * 4096, 2 * 4096)
-    );
-    disk.submit(w2);
-    disk.crash_landing(|offset| offset == log_start + 3 * 4096);
-    let mut store = Store::open(cfg.clone()).expect("valid");
-    settle_store(&mut store, &mut disk);
-    assert_eq!(
-        get(&mut store, &mut disk, "key0001").map(|v| (v[0], v.len())),
-        Some((b'B', 4057))
-    );
-    // The next boot's write ends exactly where the stale record begins.
-    store.submit(5, put("key0001", b'C'), 0);
-    assert_eq!(
-        settle_store(&mut store, &mut disk),
-        vec![(5, Reply::Stored)]
-    );
-    let mut store = Store::open(cfg).expect("valid");
-    settle_store(&mut store, &mut disk);
-    assert_eq!(
-        get(&mut store, &mut disk, "key0001").map(|v| (v[0], v.len())),
-        Some((b'C', 4057)),
-        "the acknowledged value, not the one a crash cut short"
-    );
-}
-
-#[test]
-fn a_failed_write_is_never_read_after_a_later_one() {
-    let cfg = cfg();
-    let mut disk = MemStorage::new(cfg.volume_bytes, 6);
+/// Acknowledges key0001 = B in the log's first block, then X (key0002)
+/// alone in the second, and leaves Y (key0003) and A (key0001) submitted
+/// together in one write of the third and fourth blocks, in flight.
+fn two_block_write_in_flight(cfg: &StoreConfig, seed: u64) -> (Store, MemStorage) {
+    let mut disk = MemStorage::new(cfg.volume_bytes, seed);
     let mut store = Store::open(cfg.clone()).expect("valid");
     settle_store(&mut store, &mut disk);
     store.submit(1, put("key0001", b'B'), 0);
@@ -567,32 +518,58 @@ fn a_failed_write_is_never_read_after_a_later_one() {
     store.submit(3, put("key0003", b'Y'), 0);
     store.submit(4, put("key0001", b'A'), 0);
     disk.submit(store.pop_io().expect("X's write"));
+    assert!(store.pop_io().is_none(), "one write in flight");
     let (id, r) = disk.complete_one().expect("X's write");
     store.complete(id, r.as_deref().map_err(|e| *e));
-    disk.submit(store.pop_io().expect("Y and A's write"));
+    let w = store.pop_io().expect("Y and A's write");
+    let log_start = cfg.layout().log_start;
+    assert_eq!((w.offset, w.len_bytes()), (log_start + 2 * 4096, 2 * 4096));
+    disk.submit(w);
+    (store, disk)
+}
+
+/// Acknowledges key0001 = C in a write that ends where A's block begins,
+/// then reopens and checks key0001 holds C.
+fn put_c_reopen_and_check(cfg: &StoreConfig, store: &mut Store, disk: &mut MemStorage) {
+    store.submit(5, put("key0001", b'C'), 0);
+    assert_eq!(settle_store(store, disk), vec![(5, Reply::Stored)]);
+    let mut store = Store::open(cfg.clone()).expect("valid");
+    settle_store(&mut store, disk);
+    assert_eq!(
+        get(&mut store, disk, "key0001").map(|v| (v[0], v.len())),
+        Some((b'C', 4057)),
+        "the acknowledged value, not A"
+    );
+}
+
+#[test]
+fn a_write_cut_short_by_a_crash_is_never_read_after_a_later_one() {
+    let cfg = cfg();
+    let (_, mut disk) = two_block_write_in_flight(&cfg, 5);
+    // The crash lands A's block only.
+    disk.crash_landing(|offset| offset == cfg.layout().log_start + 3 * 4096);
+    let mut store = Store::open(cfg.clone()).expect("valid");
+    settle_store(&mut store, &mut disk);
+    assert_eq!(
+        get(&mut store, &mut disk, "key0001").map(|v| (v[0], v.len())),
+        Some((b'B', 4057))
+    );
+    // The next boot writes C where X was lost, ending where A begins.
+    put_c_reopen_and_check(&cfg, &mut store, &mut disk);
+}
+
+#[test]
+fn a_failed_write_is_never_read_after_a_later_one() {
+    let cfg = cfg();
+    let (mut store, mut disk) = two_block_write_in_flight(&cfg, 6);
     // The write fails after landing both its blocks.
     for (id, r) in disk.fail_landing(|_| true) {
         store.complete(id, r.as_deref().map_err(|e| *e));
     }
     let replies: Vec<_> = std::iter::from_fn(|| store.pop_reply()).collect();
     assert_eq!(replies.len(), 3);
-    assert!(
-        replies[1..]
-            .iter()
-            .all(|(_, r)| matches!(r, Reply::Error(_))),
-        "{replies:?}"
-    );
+    let failed = |r: &&(u64, Reply)| matches!(r.1, Reply::Error(_));
+    assert!(replies[1..].iter().all(|r| failed(&r)), "{replies:?}");
     // A shorter write follows at the same place.
-    store.submit(5, put("key0001", b'C'), 0);
-    assert_eq!(
-        settle_store(&mut store, &mut disk),
-        vec![(5, Reply::Stored)]
-    );
-    let mut store = Store::open(cfg).expect("valid");
-    settle_store(&mut store, &mut disk);
-    assert_eq!(
-        get(&mut store, &mut disk, "key0001").map(|v| (v[0], v.len())),
-        Some((b'C', 4057)),
-        "the acknowledged value, not the failed write's"
-    );
+    put_c_reopen_and_check(&cfg, &mut store, &mut disk);
 }

@@ -7,43 +7,11 @@
 
 use proptest::prelude::*;
 use tiermux_sim::kvconfig::KvSpec;
-use tiermux_sim::{run, SimConfig};
+use tiermux_sim::run;
 
 #[path = "common/configs.rs"]
 mod configs;
-use configs::{config, policies};
-
-/// A key-value run of `policy` over a volume of `volume_blocks`.
-#[allow(clippy::too_many_arguments)]
-fn kv_config(
-    policy: &str,
-    pat: u8,
-    write_ratio: f64,
-    workers: u32,
-    cache_blocks: u64,
-    kv: KvSpec,
-    keys: u64,
-    seed: u64,
-) -> SimConfig {
-    let mut c = config(
-        policy,
-        ["wa", "wt", "wb"][seed as usize % 3],
-        "lru",
-        "sync",
-        pat,
-        write_ratio,
-        1.0,
-        1,
-        workers,
-        cache_blocks,
-        seed,
-    );
-    c.workload.working_set_blocks = Some(keys);
-    c.volume_blocks = Some(cache_blocks * 3 + 2048);
-    c.duration_s = 0.03;
-    c.kv = Some(kv);
-    c
-}
+use configs::{kv_config, policies};
 
 fn spec(soc_share: f64, value_max: u32, dram_kib: u64, mix: [f64; 3], rmw: bool) -> KvSpec {
     KvSpec {

@@ -11,7 +11,7 @@ use tiermux_sim::{run, SimConfig};
 
 #[path = "common/configs.rs"]
 mod configs;
-use configs::{config, policies};
+use configs::{kv_config, policies};
 
 fn store_spec(value_max: u32, del: f64, scan: f64, rmw: bool) -> KvSpec {
     KvSpec {
@@ -29,6 +29,7 @@ fn store_spec(value_max: u32, del: f64, scan: f64, rmw: bool) -> KvSpec {
     }
 }
 
+/// A store run: as a cache run, over a volume of the cache and 8 MiB.
 #[allow(clippy::too_many_arguments)]
 fn store_config(
     policy: &str,
@@ -40,23 +41,18 @@ fn store_config(
     keys: u64,
     seed: u64,
 ) -> SimConfig {
-    let mut c = config(
+    let mut c = kv_config(
         policy,
-        ["wa", "wt", "wb"][seed as usize % 3],
-        "lru",
-        "sync",
         pat,
         write_ratio,
-        1.0,
-        1,
         workers,
         cache_blocks,
+        kv,
+        keys,
         seed,
     );
-    c.workload.working_set_blocks = Some(keys);
     c.volume_blocks = Some(2048 + cache_blocks);
     c.duration_s = 0.08;
-    c.kv = Some(kv);
     c
 }
 

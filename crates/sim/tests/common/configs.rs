@@ -157,3 +157,36 @@ pub fn tiering_params(policy: &str) -> Vec<(&'static str, toml::Value)> {
 pub fn policies() -> Vec<&'static str> {
     tiermux_core::REGISTRY.iter().map(|r| r.name).collect()
 }
+
+/// A key-value run of `policy`: `keys` keys over a volume of three caches
+/// and 8 MiB, for 30 ms.
+#[allow(clippy::too_many_arguments, dead_code)]
+pub fn kv_config(
+    policy: &str,
+    pat: u8,
+    write_ratio: f64,
+    workers: u32,
+    cache_blocks: u64,
+    kv: tiermux_sim::kvconfig::KvSpec,
+    keys: u64,
+    seed: u64,
+) -> SimConfig {
+    let mut c = config(
+        policy,
+        ["wa", "wt", "wb"][seed as usize % 3],
+        "lru",
+        "sync",
+        pat,
+        write_ratio,
+        1.0,
+        1,
+        workers,
+        cache_blocks,
+        seed,
+    );
+    c.workload.working_set_blocks = Some(keys);
+    c.volume_blocks = Some(cache_blocks * 3 + 2048);
+    c.duration_s = 0.03;
+    c.kv = Some(kv);
+    c
+}

@@ -1,0 +1,131 @@
+//! Starting `tiermux kv serve` for a test, and the Redis clients the tests
+//! drive it with.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// A running server, killed when dropped.
+pub struct Served {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Serves `config` (a volume config with a `[kv]` table listening on
+/// port 0) from `dir`, and waits until it listens.
+pub fn serve(dir: &Path, config: &str) -> Served {
+    std::fs::write(dir.join("kv.toml"), config).expect("config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
+        .args(["kv", "serve", "kv.toml"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tiermux runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("a line");
+    let port = line
+        .trim()
+        .strip_prefix("tiermux kv: listening on tcp:127.0.0.1:")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("server said: {line}"));
+    Served { child, port }
+}
+
+/// A fresh directory for one test.
+pub fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tiermux-kv-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Whether redis-benchmark and python3-redis are here; panics if not,
+/// unless TIERMUX_SKIP_REDIS_CLIENTS is set.
+pub fn have_clients() -> bool {
+    let bench = Command::new("redis-benchmark")
+        .arg("--version")
+        .output()
+        .is_ok();
+    let py = Command::new("/usr/bin/python3")
+        .args(["-c", "import redis"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if bench && py {
+        return true;
+    }
+    if std::env::var_os("TIERMUX_SKIP_REDIS_CLIENTS").is_some() {
+        eprintln!("skipped: redis-benchmark or python3-redis missing");
+        return false;
+    }
+    panic!("missing redis-benchmark or python3-redis: install redis-tools and python3-redis (bash .ci/run does), or set TIERMUX_SKIP_REDIS_CLIENTS=1");
+}
+
+/// Runs redis-benchmark's SET and GET against `port` and returns each
+/// one's requests per second.
+pub fn redis_benchmark(port: u16, keys: u32, value_bytes: u32) -> [f64; 2] {
+    let out = Command::new("redis-benchmark")
+        .args([
+            "-p",
+            &port.to_string(),
+            "-t",
+            "set,get",
+            "-n",
+            "20000",
+            "-P",
+            "16",
+        ])
+        .args([
+            "-c",
+            "8",
+            "-r",
+            &keys.to_string(),
+            "-d",
+            &value_bytes.to_string(),
+        ])
+        .args(["-q", "--csv"])
+        .output()
+        .expect("redis-benchmark runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "redis-benchmark failed: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ["\"SET\"", "\"GET\""].map(|test| {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(test))
+            .unwrap_or_else(|| panic!("no {test} row in {text}"));
+        row.split(',')
+            .nth(1)
+            .and_then(|f| f.trim_matches('"').parse().ok())
+            .expect("a rate")
+    })
+}
+
+/// Runs a Python script with the port as its argument; asserts it passed.
+pub fn python(dir: &Path, script: &str, port: u16) {
+    std::fs::write(dir.join("model.py"), script).expect("script");
+    let out = Command::new("/usr/bin/python3")
+        .arg(dir.join("model.py"))
+        .arg(port.to_string())
+        .output()
+        .expect("python runs");
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "python client: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -5,6 +5,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
+use tiermux_kv::store::record;
 use tiermux_sim::experiment::run_all;
 use tiermux_sim::kvconfig::KvSpec;
 use tiermux_sim::kvworkloads::{apply_kv_workload, KvKnobs, KV_WORKLOADS};
@@ -106,7 +107,7 @@ impl KvBenchArgs {
             let volume_bytes = self.volume_mib << 20;
             let store = kv.store_config(volume_bytes, 1);
             let mean_value = (kv.value_bytes_min + kv.value_bytes_max) as u64 / 2;
-            let record = 32 + kv.key_bytes_max as u64 + mean_value;
+            let record = record::encoded_len(kv.key_bytes_max as usize, mean_value as usize);
             let live = self.keys * record;
             if live > store.max_live_bytes() {
                 bail!(

@@ -573,3 +573,48 @@ fn a_failed_write_is_never_read_after_a_later_one() {
     // A shorter write follows at the same place.
     put_c_reopen_and_check(&cfg, &mut store, &mut disk);
 }
+
+#[test]
+fn reads_still_in_flight_when_an_open_fails_are_ignored() {
+    use tiermux_kv::store::meta::Superblock;
+    let cfg = StoreConfig {
+        volume_bytes: 8 << 20,
+        index_bytes: 2 << 20,
+        max_write_bytes: 64 << 10,
+        ..StoreConfig::default()
+    };
+    let mut store = Store::open(cfg.clone()).expect("valid");
+    let req = store.pop_io().expect("the superblock read");
+    // A superblock naming a checkpoint read in two pieces.
+    let sb = Superblock {
+        seq: 1,
+        generation: 1,
+        boot: 1,
+        volume_bytes: cfg.volume_bytes,
+        slot_bytes: cfg.index_bytes,
+        ckpt_slot: 0,
+        ckpt_len: (2 << 20) - 4096,
+        ckpt_crc: 0,
+        ckpt_entries: 0,
+        ckpt_head: 0,
+    };
+    let mut blocks = sb.encode();
+    blocks.resize(req.len_bytes() as usize, 0);
+    store.complete(req.id, Ok(&blocks));
+    let pieces: Vec<_> = std::iter::from_fn(|| store.pop_io()).collect();
+    assert_eq!(pieces.len(), 2, "{pieces:?}");
+    store.complete(pieces[0].id, Err(5));
+    assert!(store.state().is_err(), "the open failed");
+    let zeros = vec![0; pieces[1].len_bytes() as usize];
+    store.complete(pieces[1].id, Ok(&zeros));
+    assert_eq!(store.io_in_flight(), 0);
+    store.submit(
+        1,
+        Command::Get {
+            key: Bytes::from_static(b"k"),
+        },
+        0,
+    );
+    let (_, r) = store.pop_reply().expect("an answer");
+    assert!(matches!(r, Reply::Error(e) if e.contains("could not open")));
+}

@@ -1,4 +1,4 @@
-//! The Redis commands the key-value server takes, decoded into cache
+//! The Redis commands the key-value server takes, decoded into key-value
 //! commands and the shape of their reply. Every refusal is a message in
 //! Redis's words ("ERR wrong number of arguments for 'get' command").
 
@@ -29,12 +29,12 @@ fn command_name(b: &[u8]) -> ([u8; 16], usize) {
     (buf, b.len())
 }
 
-/// What a command asks of the cache and how its reply is shaped; an error
+/// What a command asks of the machine and how its reply is shaped; an error
 /// message for a command that cannot run.
 pub(crate) fn decode(
     args: &[Bytes],
     now_ms: u64,
-    cache: &Machine,
+    machine: &Machine,
     cursors: &crate::kv_scan::Cursors,
 ) -> Result<(ReplyShape, Vec<Command>), String> {
     let (buf, len) = command_name(&args[0]);
@@ -77,12 +77,12 @@ pub(crate) fn decode(
         "SET" if rest.len() >= 2 => {
             let expires_at_ms = set_expiry(&rest[2..], now_ms)?;
             let (key, value) = (rest[0].clone(), rest[1].clone());
-            if value.len() > cache.max_value_bytes(key.len()) {
+            if value.len() > machine.max_value_bytes(key.len()) {
                 return Err(format!(
                     "ERR value of {} bytes is larger than the {} stores ({} bytes)",
                     value.len(),
-                    cache.mode(),
-                    cache.max_value_bytes(key.len())
+                    machine.mode(),
+                    machine.max_value_bytes(key.len())
                 ));
             }
             Ok((
@@ -105,7 +105,7 @@ pub(crate) fn decode(
         },
         "QUIT" => ready(&|o| resp::simple(o, "OK")),
         "INFO" => {
-            let text = info(cache);
+            let text = info(machine);
             ready(&|o| resp::bulk(o, Some(text.as_bytes())))
         }
         "CONFIG" if rest.len() == 2 && upper(&rest[0]) == "GET" => {
@@ -124,7 +124,7 @@ pub(crate) fn decode(
         }
         "CONFIG" => Err("ERR only CONFIG GET with one parameter is supported".into()),
         "MGET" | "DEL" | "EXISTS" | "SET" => Err(arity(&name.to_ascii_lowercase())),
-        "SCAN" if cache.mode() == "cache" => {
+        "SCAN" if machine.mode() == "cache" => {
             Err("ERR SCAN needs a key-value store; this server runs a cache".into())
         }
         "SCAN" => crate::kv_scan::decode(rest, cursors),

@@ -65,8 +65,7 @@ pub(crate) fn decode(
         .and_then(|c| cursors.start(c))
         .ok_or("ERR invalid cursor")?;
     let (mut count, mut pattern) = (10u32, None);
-    let mut it = opts.chunks(2);
-    for pair in &mut it {
+    for pair in opts.chunks(2) {
         match pair {
             [opt, v] if opt.eq_ignore_ascii_case(b"COUNT") => {
                 count = number(v)

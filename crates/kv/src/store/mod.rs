@@ -173,7 +173,7 @@ pub struct StoreStats {
     pub dels: u64,
     /// Scans answered.
     pub scans: u64,
-    /// Log writes finished, and of them failed.
+    /// Log writes finished.
     pub log_writes: u64,
     /// Log writes that failed.
     pub log_write_failures: u64,
@@ -360,6 +360,10 @@ impl Store {
     /// an errno.
     pub fn complete(&mut self, id: IoId, result: Result<&[u8], i32>) {
         self.io.completed();
+        if let Phase::Failed(_) = self.phase {
+            // The rest of a failed open's reads: nothing waits for them.
+            return;
+        }
         if let Phase::Opening(rec) = &mut self.phase {
             match rec.complete(id, result, &mut self.io) {
                 Progress::Busy => {}
@@ -578,7 +582,6 @@ impl Store {
             };
             self.replies.push_back((tag, reply));
         }
-        self.maybe_checkpoint();
     }
 
     fn maybe_checkpoint(&mut self) {

@@ -3,6 +3,8 @@
 //! key-value cache or store over a simulated hierarchy, for one or more
 //! policies side by side, in virtual time.
 
+use std::collections::BTreeMap;
+
 use anyhow::{bail, Result};
 use clap::Args;
 use tiermux_kv::store::record;
@@ -68,6 +70,34 @@ pub struct KvBenchArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// A parameter for one policy, `POLICY.KEY=VALUE` (repeatable), e.g.
+    /// `nhc.step=0.01`; VALUE is read as a TOML value (a number, `true`,
+    /// a quoted string) or else taken as a string.
+    #[arg(long = "param", value_name = "POLICY.KEY=VALUE")]
+    params: Vec<String>,
+}
+
+/// Files one `POLICY.KEY=VALUE` setting under its policy's table.
+fn add_param(params: &mut BTreeMap<String, toml::Value>, setting: &str) -> Result<()> {
+    let shape =
+        || anyhow::anyhow!("--param {setting}: expected POLICY.KEY=VALUE, e.g. nhc.step=0.01");
+    let (name, value) = setting.split_once('=').ok_or_else(shape)?;
+    let (policy, key) = name.split_once('.').ok_or_else(shape)?;
+    if policy.is_empty() || key.is_empty() || value.is_empty() {
+        return Err(shape());
+    }
+    let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    let table = params
+        .entry(policy.to_string())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let toml::Value::Table(table) = table else {
+        unreachable!("only policy tables are filed here");
+    };
+    table.insert(key.to_string(), value);
+    Ok(())
 }
 
 impl KvBenchArgs {
@@ -94,6 +124,9 @@ impl KvBenchArgs {
             }),
             ..SimConfig::default()
         };
+        for setting in &self.params {
+            add_param(&mut cfg.params, setting)?;
+        }
         let knobs = KvKnobs {
             keys: self.keys,
             theta: self.theta,
@@ -152,35 +185,88 @@ pub fn run(args: KvBenchArgs) -> Result<()> {
         args.duration,
         args.warmup
     );
+    if !args.params.is_empty() {
+        println!("parameters: {}", args.params.join(", "));
+    }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let results = run_all(&configs, threads, &|_| {});
     let mut rows: Vec<RunResult> = Vec::new();
     for (p, r) in args.policy.iter().zip(results) {
         rows.push(r.map_err(|e| anyhow::anyhow!("{p}: {e}"))?);
     }
-    print_table(&rows);
+    print_table(&rows, args.mode == "store");
     Ok(())
 }
 
-fn print_table(rows: &[RunResult]) {
+/// One line per run. A store's GETs find their key or not (it has no
+/// misses), so its column says "found"; a run without GETs prints "-".
+fn print_table(rows: &[RunResult], store: bool) {
+    let hits = if store { "found" } else { "hits" };
     println!(
         "{:<10} {:>12} {:>7} {:>10} {:>10} {:>8} {:>10} {:>10}",
-        "policy", "ops/s", "ratio", "get µs", "get p99", "hits", "dev0 MB/s", "dev1 MB/s"
+        "policy", "ops/s", "ratio", "get µs", "get p99", hits, "dev0 MB/s", "dev1 MB/s"
     );
+    let shown = |x: f64, digits: usize| {
+        if x.is_finite() {
+            format!("{x:.digits$}")
+        } else {
+            "-".to_string()
+        }
+    };
     let first = rows[0].throughput_ops_per_s;
     for r in rows {
         let kv = r.kv.as_ref().expect("a key-value run");
         let mb = |i: usize| r.devices.get(i).map_or(0.0, |d| d.bytes_per_s / 1e6);
+        let get = |x: f64| if kv.gets == 0 { f64::NAN } else { x };
         println!(
-            "{:<10} {:>12.0} {:>7.3} {:>10.1} {:>10.1} {:>8.4} {:>10.0} {:>10.0}",
+            "{:<10} {:>12.0} {:>7.3} {:>10} {:>10} {:>8} {:>10.0} {:>10.0}",
             r.policy,
             r.throughput_ops_per_s,
             r.throughput_ops_per_s / first,
-            kv.get_mean_latency_us,
-            kv.get_p99_latency_us,
-            r.hit_ratio,
+            shown(get(kv.get_mean_latency_us), 1),
+            shown(get(kv.get_p99_latency_us), 1),
+            shown(r.hit_ratio, 4),
             mb(0),
             mb(1)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_filed_under_their_policy_with_toml_types() {
+        let mut params = BTreeMap::new();
+        for s in [
+            "nhc.step=0.01",
+            "nhc.noise_aware=true",
+            "nhc.target=client_throughput",
+            "most.theta=0.1",
+        ] {
+            add_param(&mut params, s).unwrap();
+        }
+        let nhc = params["nhc"].as_table().unwrap();
+        assert_eq!(nhc["step"], toml::Value::Float(0.01));
+        assert_eq!(nhc["noise_aware"], toml::Value::Boolean(true));
+        assert_eq!(
+            nhc["target"],
+            toml::Value::String("client_throughput".into())
+        );
+        assert_eq!(
+            params["most"].as_table().unwrap()["theta"],
+            toml::Value::Float(0.1)
+        );
+    }
+
+    #[test]
+    fn a_malformed_param_is_refused_by_name() {
+        for bad in ["step=0.01", "nhc.step", "nhc.=1", ".step=1", "nhc.step="] {
+            let e = add_param(&mut BTreeMap::new(), bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(bad) && e.contains("POLICY.KEY=VALUE"), "{e}");
+        }
     }
 }

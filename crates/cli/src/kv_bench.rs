@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use tiermux_kv::store::record;
 use tiermux_sim::experiment::run_all;
 use tiermux_sim::kvconfig::KvSpec;
 use tiermux_sim::kvworkloads::{apply_kv_workload, KvKnobs, KV_WORKLOADS};
@@ -134,27 +133,10 @@ impl KvBenchArgs {
         };
         apply_kv_workload(&self.workload, &knobs, &mut cfg)
             .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
-        cfg.resolve()?;
         let kv = cfg.kv.as_ref().expect("a key-value run");
-        if kv.is_store() {
-            let volume_bytes = self.volume_mib << 20;
-            let store = kv.store_config(volume_bytes, 1);
-            let mean_value = (kv.value_bytes_min + kv.value_bytes_max) as u64 / 2;
-            let record = record::encoded_len(kv.key_bytes_max as usize, mean_value as usize);
-            let live = self.keys * record;
-            if live > store.max_live_bytes() {
-                bail!(
-                    "--volume-mib: {} keys of about {record} bytes need {} MiB of live log, and a {} MiB volume gives the store {} MiB (a {} MiB log, at most {:.0} % live); give it at least {} MiB",
-                    self.keys,
-                    live >> 20,
-                    self.volume_mib,
-                    store.max_live_bytes() >> 20,
-                    store.layout().log_bytes >> 20,
-                    store.max_live_share * 100.0,
-                    (self.volume_mib * live).div_ceil(store.max_live_bytes()) + 1
-                );
-            }
-        }
+        kv.check_store_room(self.keys, self.volume_mib << 20)
+            .map_err(|e| anyhow::anyhow!("--volume-mib: {}", e.message))?;
+        cfg.resolve()?;
         Ok(cfg)
     }
 }
@@ -195,6 +177,15 @@ pub fn run(args: KvBenchArgs) -> Result<()> {
         rows.push(r.map_err(|e| anyhow::anyhow!("{p}: {e}"))?);
     }
     print_table(&rows, args.mode == "store");
+    for r in &rows {
+        let refused = r.kv.as_ref().map_or(0, |kv| kv.refused);
+        if refused > 0 {
+            println!(
+                "note: {}: {refused} SETs were refused (the store is full); a larger --volume-mib leaves it room",
+                r.policy
+            );
+        }
+    }
     Ok(())
 }
 

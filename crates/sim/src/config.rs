@@ -439,6 +439,19 @@ impl SimConfig {
                 format!("must be in (0, 1], got {h}")
             })?;
         }
+        for (field, set) in [
+            ("workload.shift_blocks", w.shift_blocks.is_some()),
+            ("workload.shift_reverses", w.shift_reverses),
+        ] {
+            check(field, !set || w.shift_at_s.is_some(), || {
+                "a shift needs its time, workload.shift_at_s".into()
+            })?;
+        }
+        check(
+            "workload.shift_reverses",
+            !(w.shift_reverses && w.shift_blocks.is_some()),
+            || "a reversing shift moves no distance; leave out workload.shift_blocks".into(),
+        )?;
         if let Some(p) = w.write_ratio_period_s {
             check("workload.write_ratio_period_s", p > 0.0, || {
                 format!("must be positive, got {p}")
@@ -527,6 +540,7 @@ impl SimConfig {
             ConfigError::new("volume_blocks", "a key-value run needs the volume's size")
         })?;
         kv.validate(volume_blocks * c.block_size as u64)?;
+        kv.check_store_room(keys, volume_blocks * c.block_size as u64)?;
         Ok((keys, volume_blocks))
     }
 

@@ -435,6 +435,7 @@ const RUN_COLUMNS: &[&str] = &[
     "requests",
     "get_mean_latency_us",
     "get_p99_latency_us",
+    "kv_refused",
 ];
 
 /// Result columns of a time-series sample after the swept keys and policy.
@@ -537,6 +538,7 @@ pub fn run_cells(
     let kv = r.kv.as_ref();
     cols.push(num(kv.map_or(f64::NAN, |k| k.get_mean_latency_us)));
     cols.push(num(kv.map_or(f64::NAN, |k| k.get_p99_latency_us)));
+    cols.push(kv.map_or(String::new(), |k| k.refused.to_string()));
     for i in 2..devices {
         match dev(i) {
             Some(d) => {

@@ -184,6 +184,52 @@ impl KvSpec {
         }
     }
 
+    /// For a store: whether `keys` keys of the mean record size fit the
+    /// live share of the log a volume of `volume_bytes` gives it. The
+    /// error names the volume they need, in MiB. (Keys inserted during a
+    /// run come on top; a SET the full store refuses is counted, not
+    /// lost.)
+    pub fn check_store_room(&self, keys: u64, volume_bytes: u64) -> Result<(), ConfigError> {
+        if !self.is_store() {
+            return Ok(());
+        }
+        let room = |bytes: u64| self.store_config(bytes, 1).max_live_bytes();
+        let store = self.store_config(volume_bytes, 1);
+        let mean_key = (self.key_bytes_min + self.key_bytes_max) as usize / 2;
+        let mean_value = (self.value_bytes_min + self.value_bytes_max) as usize / 2;
+        let record = tiermux_kv::store::record::encoded_len(mean_key, mean_value) as u64;
+        let live = keys.saturating_mul(record);
+        if live <= store.max_live_bytes() {
+            return Ok(());
+        }
+        // The smallest whole number of MiB that holds them: double, then halve.
+        let mut high_mib = (volume_bytes >> 20).max(1);
+        while room(high_mib << 20) < live && high_mib < 1 << 40 {
+            high_mib *= 2;
+        }
+        let mut low_mib = high_mib / 2;
+        while high_mib - low_mib > 1 {
+            let mid = (low_mib + high_mib) / 2;
+            if room(mid << 20) >= live {
+                high_mib = mid;
+            } else {
+                low_mib = mid;
+            }
+        }
+        let volume_mib = volume_bytes >> 20;
+        Err(ConfigError::new(
+            "volume_blocks",
+            format!(
+                "{keys} keys of about {record} bytes need {} MiB of live log, and a {volume_mib} MiB volume gives the store {} MiB (a {} MiB log, at most {:.0} % live); give it at least {} MiB",
+                live >> 20,
+                store.max_live_bytes() >> 20,
+                store.layout().log_bytes >> 20,
+                store.max_live_share * 100.0,
+                high_mib
+            ),
+        ))
+    }
+
     /// Whether the run drives a store.
     pub fn is_store(&self) -> bool {
         self.mode == "store"

@@ -199,10 +199,14 @@ pub const KV_WORKLOADS: &[KvWorkload] = &[
     },
     KvWorkload {
         name: "hotspot-shift",
-        about: "Orthus Figure 12b: YCSB C whose hot keys move to other keys halfway through the run",
-        apply: |c, _| {
+        about: "Orthus Figure 12b: YCSB C whose hot keys move halfway through the run (a cache: to keys never set; a store: from the start of its keys to their end)",
+        apply: |c, kv| {
             ycsb(c, 0.0);
             c.workload.shift_at_s = Some(c.duration_s / 2.0);
+            if kv.is_store() {
+                c.workload.scramble = false;
+                c.workload.shift_reverses = true;
+            }
         },
     },
 ];

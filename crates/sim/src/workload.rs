@@ -84,6 +84,12 @@ pub struct WorkloadSpec {
     /// How far the working set moves at the shift, blocks (default: its size).
     #[serde(default)]
     pub shift_blocks: Option<u64>,
+    /// At the shift, lay the ranks out from the working set's end backwards
+    /// instead of moving them to other blocks: the same items, the hot spot
+    /// moved from the start to the end (Orthus Fig. 12b, on a store whose
+    /// keys all exist).
+    #[serde(default)]
+    pub shift_reverses: bool,
     /// Change the write ratio every this many seconds (Orthus Fig. 13b).
     #[serde(default)]
     pub write_ratio_period_s: Option<f64>,
@@ -117,6 +123,7 @@ impl Default for WorkloadSpec {
             scramble: false,
             shift_at_s: None,
             shift_blocks: None,
+            shift_reverses: false,
             write_ratio_period_s: None,
             write_ratio_max: 0.5,
         }
@@ -145,6 +152,7 @@ pub struct Workload {
     perm: Option<(u64, u64)>,
     shift_at_ns: Option<u64>,
     shift: u64,
+    shift_reverses: bool,
     zipf: Option<Zipf>,
     hot_items: u64,
     hot_access: f64,
@@ -158,7 +166,7 @@ pub struct Workload {
 
 /// The smallest number of blocks a volume needs for this workload.
 pub fn volume_blocks_needed(spec: &WorkloadSpec, working_set: u64) -> u64 {
-    let shift = if spec.shift_at_s.is_some() {
+    let shift = if spec.shift_at_s.is_some() && !spec.shift_reverses {
         spec.shift_blocks.unwrap_or(working_set)
     } else {
         0
@@ -209,6 +217,7 @@ impl Workload {
             perm,
             shift_at_ns: spec.shift_at_s.map(|s| (s * 1e9) as u64),
             shift: spec.shift_blocks.unwrap_or(working_set),
+            shift_reverses: spec.shift_reverses,
             zipf,
             hot_items,
             hot_access,
@@ -256,10 +265,11 @@ impl Workload {
             }
             None => rank,
         };
-        let offset = match self.shift_at_ns {
-            Some(t) if now_ns >= t => self.shift,
-            _ => 0,
-        };
+        let shifted = self.shift_at_ns.is_some_and(|t| now_ns >= t);
+        if shifted && self.shift_reverses {
+            return self.working_set - 1 - idx;
+        }
+        let offset = if shifted { self.shift } else { 0 };
         (idx + offset) % self.volume_blocks
     }
 
@@ -524,6 +534,25 @@ mod tests {
         assert_eq!(seen.len(), 97);
         assert!(seen.iter().all(|&b| b < 97));
         assert!((0..97).all(|r| w.place(r, 2_000_000_000) >= 97));
+    }
+
+    #[test]
+    fn a_reversing_shift_keeps_the_items_and_moves_the_hot_spot_to_the_end() {
+        let spec = WorkloadSpec {
+            shift_at_s: Some(1.0),
+            shift_reverses: true,
+            ..WorkloadSpec::default()
+        };
+        assert_eq!(volume_blocks_needed(&spec, 97), 98);
+        let w = Workload::new(&spec, 97, 98, 5);
+        assert_eq!((w.place(0, 0), w.place(96, 0)), (0, 96));
+        assert_eq!(
+            (w.place(0, 2_000_000_000), w.place(96, 2_000_000_000)),
+            (96, 0)
+        );
+        let mut after: Vec<u64> = (0..97).map(|r| w.place(r, 2_000_000_000)).collect();
+        after.sort_unstable();
+        assert_eq!(after, (0..97).collect::<Vec<_>>());
     }
 
     #[test]

@@ -111,3 +111,59 @@ fn a_cache_refuses_scans_by_name() {
     let e = c.resolve().unwrap_err().to_string();
     assert!(e.starts_with("kv.scan:"), "{e}");
 }
+
+/// A store too small for its keys is refused before the run, with the
+/// volume they need; that volume is enough.
+#[test]
+fn a_store_too_small_for_its_keys_is_refused_with_the_size_it_needs() {
+    let kv = store_spec(2000, 0.0, 0.0, false);
+    let mut c = store_config("classic", 0, 0.1, 4, 256, kv, 20_000, 1);
+    let e = c.resolve().unwrap_err().to_string();
+    assert!(
+        e.starts_with("volume_blocks:") && e.contains("give it at least"),
+        "{e}"
+    );
+    let mib: u64 = e
+        .rsplit("at least ")
+        .next()
+        .unwrap()
+        .trim_end_matches(" MiB")
+        .parse()
+        .unwrap();
+    c.volume_blocks = Some(mib << 8);
+    c.resolve().unwrap_or_else(|e| panic!("{mib} MiB: {e}"));
+    c.volume_blocks = Some((mib - 1) << 8);
+    assert!(c.resolve().is_err(), "{} MiB is enough too", mib - 1);
+}
+
+/// Inserts fill a store to the brim: the SETs it refuses are counted, the
+/// run goes on, and every key keeps its acknowledged value.
+#[test]
+fn a_full_store_refuses_sets_and_keeps_every_acknowledged_value() {
+    let mut kv = store_spec(1000, 0.0, 0.0, false);
+    kv.lone_set = 0.3;
+    let mut c = store_config("nhc", 0, 0.3, 16, 256, kv, 1000, 3);
+    c.volume_blocks = Some(1024);
+    c.duration_s = 0.3;
+    let r = run(&c).unwrap();
+    let k = r.kv.unwrap();
+    assert!(k.refused > 100 && k.sets > 100 && k.gets > 1000, "{k:?}");
+}
+
+/// A store answers a GET of a key it never held with nothing, and does
+/// not SET it (lookaside is a cache's); a hot spot that moves to keys
+/// never set then misses.
+#[test]
+fn a_store_does_not_set_the_keys_its_gets_miss() {
+    let kv = store_spec(500, 0.0, 0.0, false);
+    let mut c = store_config("classic", 0, 0.0, 8, 256, kv, 1000, 5);
+    c.workload.shift_at_s = Some(0.04);
+    let r = run(&c).unwrap();
+    let k = r.kv.unwrap();
+    assert_eq!(k.sets, 0, "{k:?}");
+    assert!(r.hit_ratio > 0.0 && r.hit_ratio < 0.5, "{}", r.hit_ratio);
+    // The same shift reversed keeps to the keys the store holds.
+    c.workload.shift_reverses = true;
+    let r = run(&c).unwrap();
+    assert_eq!(r.hit_ratio, 1.0);
+}

@@ -77,6 +77,8 @@ pub(super) struct KvFront {
     ops: HashMap<u64, KvOp>,
     next_tag: u64,
     versions: HashMap<u64, Versions>,
+    /// The newest DEL issued of each key deleted so far (its version).
+    dels: HashMap<u64, u32>,
     /// Blocks in flight: readers (> 0) or a writer (-1).
     busy_blocks: HashMap<u64, i32>,
     next_lone: u64,
@@ -84,6 +86,10 @@ pub(super) struct KvFront {
     pub(super) get_latency: Histogram,
     /// The machine's counters when measuring began.
     pub(super) stats_at_warmup: Summary,
+    /// SETs the machine refused with an error ("the store is full"), all
+    /// run long and when measuring began.
+    pub(super) refused: u64,
+    pub(super) refused_at_warmup: u64,
 }
 
 /// A deterministic size in `min..=max` for `seed`.
@@ -116,10 +122,13 @@ impl KvFront {
             ops: HashMap::new(),
             next_tag: 0,
             versions: HashMap::new(),
+            dels: HashMap::new(),
             busy_blocks: HashMap::new(),
             next_lone: FIRST_LONE_KEY,
             get_latency: Histogram::new(),
             stats_at_warmup: Summary::default(),
+            refused: 0,
+            refused_at_warmup: 0,
         };
         front.settle_at_once(&mut Vec::new());
         while front.machine.pop_reply().is_some() {}
@@ -210,6 +219,16 @@ impl KvFront {
             .then(|| format!("version {version} with damaged bytes"))
     }
 
+    /// Why a GET of `key` that began after version `min_version` was
+    /// acknowledged wrongly found nothing: a store keeps every key until a
+    /// DEL (a cache may drop any). `None` if nothing is right.
+    fn wrongly_absent(&self, key: u64, min_version: u32) -> Option<String> {
+        let deleted = self.dels.get(&key).is_some_and(|&d| d >= min_version);
+        (self.spec.is_store() && min_version > 0 && !deleted).then(|| {
+            format!("nothing, where version {min_version} was acknowledged and not deleted")
+        })
+    }
+
     /// Sets every key, coldest first, with storage that completes at once
     /// (a store's puts in group commits of 256);
     /// returns the volume blocks written, most recently written first.
@@ -266,6 +285,7 @@ impl KvFront {
             } else if u < s.lone_get + s.lone_set + s.del {
                 let key = self.keys.next(start_ns).block;
                 let version = self.next_version(key);
+                self.dels.insert(key, version);
                 let tag = self.op(worker, start_ns, key, What::Del { version });
                 let cmd = Command::Del {
                     key: self.key_bytes(key),
@@ -500,12 +520,13 @@ impl Simulator {
                 },
                 Reply::Value(v),
             ) => {
-                wrong = v
-                    .as_ref()
-                    .and_then(|v| kv.wrong_value(op.key, min_version, v));
+                wrong = match v {
+                    Some(v) => kv.wrong_value(op.key, min_version, v),
+                    None => kv.wrongly_absent(op.key, min_version),
+                };
                 kv.get_latency.record(now - op.start_ns);
                 let hit = v.is_some();
-                if then_set || (!hit && !lone && kv.spec.lookaside) {
+                if then_set || (!hit && !lone && kv.spec.lookaside && !kv.spec.is_store()) {
                     let backing_ns = (kv.spec.backing_latency_us * 1e3) as u64;
                     then = Then::Set {
                         key: op.key,
@@ -521,6 +542,12 @@ impl Simulator {
             (What::Set { version, bytes }, Reply::Stored) => {
                 kv.acked(op.key, version);
                 (Op::Write, bytes as u64)
+            }
+            (What::Set { .. }, Reply::Error(_)) => {
+                // Refused (a full store): the key keeps its acknowledged
+                // value, which later GETs check.
+                kv.refused += 1;
+                (Op::Write, 0)
             }
             (What::Del { version }, Reply::Count(_)) => {
                 kv.acked(op.key, version);
@@ -563,7 +590,7 @@ impl Simulator {
     fn kv_violation(&mut self, key: u64, wrong: &str) {
         if self.violation.is_none() {
             self.violation = Some(format!(
-                "policy '{}' at t={} ns: a GET of key {key} returned {wrong}",
+                "policy '{}' at t={} ns: a command on key {key} got {wrong}",
                 self.dispatcher.policy().name(),
                 self.now
             ));
@@ -574,6 +601,9 @@ impl Simulator {
     /// written, most recent first.
     pub(super) fn kv_prefill(&mut self) {
         let blocks = self.kv().prefill();
+        // The run's figures leave the prefill out, warm-up or none.
+        let kv = self.kv();
+        kv.stats_at_warmup = kv.stats();
         for b in blocks {
             if !self.dispatcher.warm(b) {
                 break;

@@ -115,6 +115,8 @@ pub struct KvResult {
     pub flash_hits: u64,
     /// SETs in the steady state.
     pub sets: u64,
+    /// SETs refused in the steady state ("the store is full").
+    pub refused: u64,
 }
 
 impl Simulator {
@@ -186,6 +188,7 @@ impl Simulator {
         if let Some(kv) = self.kv.as_mut() {
             kv.get_latency.clear();
             kv.stats_at_warmup = kv.stats();
+            kv.refused_at_warmup = kv.refused;
         }
     }
 
@@ -230,6 +233,7 @@ impl Simulator {
                 dram_hits: now.dram_hits - then.dram_hits,
                 flash_hits: now.flash_hits - then.flash_hits,
                 sets: now.sets - then.sets,
+                refused: kv.refused - kv.refused_at_warmup,
             }
         });
         RunResult {

@@ -55,6 +55,8 @@ struct KvTable {
     region: Option<String>,
     /// Regions in DRAM at once.
     region_buffers: Option<u32>,
+    /// Discard (TRIM) each evicted region on the volume (default true).
+    trim_regions: Option<bool>,
     /// Store: bytes of each key-index checkpoint slot ("32MiB").
     index: Option<String>,
     /// Store: checkpoint after this much log ("64MiB"; default an eighth
@@ -72,6 +74,7 @@ impl KvTable {
             (self.small_item_max_bytes.is_some(), "small_item_max_bytes"),
             (self.region.is_some(), "region"),
             (self.region_buffers.is_some(), "region_buffers"),
+            (self.trim_regions.is_some(), "trim_regions"),
         ]
         .into_iter()
         .find_map(|(set, name)| set.then_some(name))
@@ -97,6 +100,7 @@ impl KvTable {
             small_item_max_bytes: self.small_item_max_bytes.unwrap_or(d.small_item_max_bytes),
             region_bytes: u32::try_from(region).context("kv.region: larger than 4 GiB")?,
             region_buffers: self.region_buffers.unwrap_or(d.region_buffers),
+            trim_regions: self.trim_regions.unwrap_or(d.trim_regions),
             generation: start_generation(),
         })
     }

@@ -228,6 +228,16 @@ pub trait Policy: Send {
         let _ = (block, ctx);
     }
 
+    /// A client discards blocks `first..end`: called once for the whole
+    /// range, before the [`Policy::trim`]s of the blocks the map places,
+    /// and before any later access. Bookkeeping only (no map change, no
+    /// I/O, no lock held): a tiering policy forgets that the segments the
+    /// range covers whole were ever written, so that the next write to
+    /// one is a new allocation. The default keeps nothing to forget.
+    fn discarded(&mut self, first: u64, end: u64) {
+        let _ = (first, end);
+    }
+
     /// Sets `block`'s entry to `target` after operations of its plan
     /// failed, keeping the policy's own state (slots, replacement order,
     /// dirty counts) in step. `target` keeps no copy the current entry

@@ -206,12 +206,15 @@ impl World {
                     d.submit(tag, Access { block, op });
                 }
                 5 if self.trims => {
-                    // A discard: the block then reads as some earlier
-                    // version (checked like a failed write's block).
-                    let block = rng.below(VOL_BLOCKS / 2);
-                    tag += 1;
-                    self.trimmed.insert(tag);
-                    d.submit_trim(tag, block);
+                    // A discard of 1 to 8 blocks (whole segments at
+                    // times): each block it trims then reads as some
+                    // earlier version (checked like a failed write's).
+                    let first = rng.below(VOL_BLOCKS / 2);
+                    for block in d.discard(first, first + 1 + rng.below(8)) {
+                        tag += 1;
+                        self.trimmed.insert(tag);
+                        d.submit_trim(tag, block);
+                    }
                 }
                 4 => {
                     // The fast device looks overloaded (10x the others'

@@ -37,6 +37,8 @@ pub struct CacheConfig {
     pub region_bytes: u32,
     /// Regions held in DRAM at once: the open one and those being written.
     pub region_buffers: u32,
+    /// Discard (TRIM) each evicted region on the volume before reusing it.
+    pub trim_regions: bool,
     /// Tells this cache's buckets from those an earlier run left.
     pub generation: u64,
 }
@@ -50,6 +52,7 @@ impl Default for CacheConfig {
             small_item_max_bytes: 2048,
             region_bytes: 1 << 20,
             region_buffers: 4,
+            trim_regions: true,
             generation: 1,
         }
     }
@@ -79,9 +82,17 @@ impl CacheConfig {
             * BUCKET_BYTES as u64
     }
 
+    /// Where the large-object cache starts: the first region boundary
+    /// after the small-object cache, so that regions align with the
+    /// volume's own units (segments, erase blocks) of their size or less.
+    pub fn loc_base(&self) -> u64 {
+        self.soc_bytes()
+            .next_multiple_of(self.region_bytes.max(1) as u64)
+    }
+
     /// Regions of the large-object cache.
     pub fn regions(&self) -> u64 {
-        (self.volume_bytes - self.soc_bytes()) / self.region_bytes.max(1) as u64
+        self.volume_bytes.saturating_sub(self.loc_base()) / self.region_bytes.max(1) as u64
     }
 
     /// Checks the sizes fit together.
@@ -201,10 +212,11 @@ impl Cache {
             .then(|| Soc::new(0, (soc_bytes / BUCKET_BYTES as u64) as u32, cfg.generation));
         let loc = (cfg.soc_share < 1.0).then(|| {
             Loc::new(
-                soc_bytes,
+                cfg.loc_base(),
                 cfg.region_bytes,
                 cfg.regions() as u32,
                 cfg.region_buffers,
+                cfg.trim_regions,
             )
         });
         Ok(Cache {

@@ -25,6 +25,13 @@ pub enum IoKind {
         /// The bytes to write.
         data: Vec<u8>,
     },
+    /// Discard `len_bytes` bytes (a TRIM): the layer no longer needs them,
+    /// and a later read may return anything. Lets the volume free the
+    /// space, so that the next write there is a new allocation.
+    Trim {
+        /// Bytes to discard, a multiple of [`BLOCK_BYTES`].
+        len_bytes: u32,
+    },
 }
 
 /// A storage request for the driver to perform.
@@ -34,7 +41,7 @@ pub struct IoRequest {
     pub id: IoId,
     /// Byte offset on the volume, a multiple of [`BLOCK_BYTES`].
     pub offset: u64,
-    /// Read or write.
+    /// Read, write or discard.
     pub kind: IoKind,
 }
 
@@ -42,7 +49,7 @@ impl IoRequest {
     /// The request's length in bytes.
     pub fn len_bytes(&self) -> u64 {
         match &self.kind {
-            IoKind::Read { len_bytes } => *len_bytes as u64,
+            IoKind::Read { len_bytes } | IoKind::Trim { len_bytes } => *len_bytes as u64,
             IoKind::Write { data } => data.len() as u64,
         }
     }

@@ -1,8 +1,11 @@
 //! The Large Object Cache: CacheLib's BlockCache. The volume range is cut
 //! into regions; items are appended to the open region's buffer in DRAM,
 //! a full region is written in one request, and a DRAM index maps each
-//! key's hash to its place. When no region is free, the oldest sealed one
-//! is evicted whole (FIFO) and its items leave the index.
+//! key's hash to its place. A pool of clean regions is kept ready (as
+//! CacheLib's reclaim does): when it runs low, the oldest sealed region is
+//! evicted whole (FIFO), its items leave the index, and, with
+//! `trim_regions`, its bytes are discarded on the volume (a TRIM) before
+//! it is reused, so that the volume sees the next write there as new data.
 //!
 //! Items in the open region or in one being written are read from its
 //! buffer; a sealed region with reads in flight is not evicted, so a read
@@ -23,7 +26,12 @@ enum State {
     Open,
     Flushing,
     Sealed,
+    /// Evicted, its discard in flight.
+    Trimming,
 }
+
+/// Clean regions the cache keeps ready, evicting ahead of need.
+const CLEAN_REGIONS: usize = 2;
 
 #[derive(Debug)]
 struct Region {
@@ -46,6 +54,7 @@ struct Slot {
 #[derive(Debug)]
 enum Pending {
     Flush(u32),
+    Trim(u32),
     Read {
         region: u32,
         tag: u64,
@@ -64,6 +73,8 @@ pub struct LocStats {
     pub region_writes: u64,
     /// Regions evicted.
     pub evictions: u64,
+    /// Evicted regions discarded on the volume.
+    pub trims: u64,
     /// Items not stored because every region buffer was busy.
     pub dropped: u64,
     /// Storage requests that failed.
@@ -79,6 +90,9 @@ pub struct Loc {
     open: Option<u32>,
     sealed: VecDeque<u32>,
     free: Vec<u32>,
+    /// Regions whose discard is in flight.
+    trimming: u32,
+    trim_regions: bool,
     max_buffers: u32,
     flushing: u32,
     ios: HashMap<IoId, Pending>,
@@ -88,8 +102,14 @@ pub struct Loc {
 impl Loc {
     /// An empty cache of `regions` regions of `region_bytes` from byte
     /// `base`, with at most `max_buffers` regions in DRAM (the open one and
-    /// those being written).
-    pub fn new(base: u64, region_bytes: u32, regions: u32, max_buffers: u32) -> Loc {
+    /// those being written); `trim_regions` discards evicted regions.
+    pub fn new(
+        base: u64,
+        region_bytes: u32,
+        regions: u32,
+        max_buffers: u32,
+        trim_regions: bool,
+    ) -> Loc {
         assert!(
             base.is_multiple_of(BLOCK_BYTES) && (region_bytes as u64).is_multiple_of(BLOCK_BYTES)
         );
@@ -112,6 +132,8 @@ impl Loc {
             open: None,
             sealed: VecDeque::new(),
             free: (0..regions).rev().collect(),
+            trimming: 0,
+            trim_regions,
             max_buffers,
             flushing: 0,
             ios: HashMap::new(),
@@ -159,7 +181,7 @@ impl Loc {
                 self.seal(r, io);
             }
         }
-        let r = match self.open.or_else(|| self.open_region()) {
+        let r = match self.open.or_else(|| self.open_region(io)) {
             Some(r) => r,
             None => {
                 self.stats.dropped += 1;
@@ -181,34 +203,54 @@ impl Loc {
         true
     }
 
-    fn open_region(&mut self) -> Option<u32> {
+    fn open_region(&mut self, io: &mut IoQueue) -> Option<u32> {
         if self.flushing + 1 > self.max_buffers {
             return None;
         }
-        let r = match self.free.pop() {
-            Some(r) => r,
-            None => {
-                let at = self
-                    .sealed
-                    .iter()
-                    .position(|&r| self.regions[r as usize].readers == 0)?;
-                let r = self.sealed.remove(at).expect("a position in the queue");
-                self.evict(r);
-                r
-            }
-        };
+        if self.free.is_empty() {
+            self.reclaim(io);
+        }
+        let r = self.free.pop()?;
         let region = &mut self.regions[r as usize];
         assert_eq!(region.state, State::Free);
         region.state = State::Open;
         region.buf.reserve_exact(self.region_bytes as usize);
         self.open = Some(r);
+        self.reclaim(io);
         Some(r)
     }
 
-    /// Evicts sealed region `r`: its items leave the index.
-    fn evict(&mut self, r: u32) {
+    /// Evicts the oldest sealed regions without reads in flight until the
+    /// clean pool is full (counting those being discarded).
+    fn reclaim(&mut self, io: &mut IoQueue) {
+        while self.free.len() + (self.trimming as usize) < CLEAN_REGIONS {
+            let Some(at) = self
+                .sealed
+                .iter()
+                .position(|&r| self.regions[r as usize].readers == 0)
+            else {
+                return;
+            };
+            let r = self.sealed.remove(at).expect("a position in the queue");
+            self.evict(r, io);
+        }
+    }
+
+    /// Evicts sealed region `r`: its items leave the index, and it is
+    /// discarded on the volume (or freed at once without trims).
+    fn evict(&mut self, r: u32, io: &mut IoQueue) {
         self.forget(r);
         self.stats.evictions += 1;
+        if !self.trim_regions {
+            self.free.push(r);
+            return;
+        }
+        self.regions[r as usize].state = State::Trimming;
+        self.trimming += 1;
+        let len_bytes = self.region_bytes;
+        let id = io.push(self.region_offset(r), IoKind::Trim { len_bytes });
+        self.stats.trims += 1;
+        self.ios.insert(id, Pending::Trim(r));
     }
 
     /// Drops the index entries that point into region `r` and frees it.
@@ -286,7 +328,9 @@ impl Loc {
                 };
                 self.ios.insert(id, pending);
             }
-            State::Free => unreachable!("the index names a free region"),
+            State::Free | State::Trimming => {
+                unreachable!("the index names a free region")
+            }
         }
     }
 
@@ -313,6 +357,14 @@ impl Loc {
                     self.forget(r);
                     self.free.push(r);
                 }
+            }
+            Pending::Trim(r) => {
+                // A failed discard leaves bytes no index entry names.
+                self.trimming -= 1;
+                let region = &mut self.regions[r as usize];
+                assert_eq!(region.state, State::Trimming);
+                region.state = State::Free;
+                self.free.push(r);
             }
             Pending::Read {
                 region,

@@ -166,6 +166,7 @@ impl Machine {
                     ("region_reads", s.loc.reads),
                     ("region_writes", s.loc.region_writes),
                     ("region_evictions", s.loc.evictions),
+                    ("region_trims", s.loc.trims),
                     ("items_dropped", s.loc.dropped),
                     ("io_errors", s.soc.io_errors + s.loc.io_errors),
                 ]

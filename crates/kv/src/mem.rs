@@ -7,6 +7,9 @@ use tiermux_core::rng::Rng;
 
 use crate::io::{IoId, IoKind, IoRequest};
 
+/// What a discarded byte reads as.
+const TRIMMED_FILLER: u8 = 0xdb;
+
 /// A finished request: its id and the bytes read (empty for a write) or an errno.
 pub type MemCompletion = (IoId, Result<Vec<u8>, i32>);
 
@@ -56,11 +59,10 @@ impl MemStorage {
         for other in &self.in_flight {
             let o_end = other.offset + other.len_bytes();
             let overlap = req.offset < o_end && other.offset < end;
-            let a_write = matches!(req.kind, IoKind::Write { .. })
-                || matches!(other.kind, IoKind::Write { .. });
+            let changes = |k: &IoKind| !matches!(k, IoKind::Read { .. });
             assert!(
-                !(overlap && a_write),
-                "requests {} and {} overlap and one writes",
+                !(overlap && (changes(&req.kind) || changes(&other.kind))),
+                "requests {} and {} overlap and one writes or discards",
                 req.id,
                 other.id
             );
@@ -136,6 +138,16 @@ impl MemStorage {
                 };
                 let n = done * crate::BLOCK_BYTES as usize;
                 self.bytes[at..at + n].copy_from_slice(&data[..n]);
+                if fail {
+                    Err(EIO)
+                } else {
+                    Ok(Vec::new())
+                }
+            }
+            IoKind::Trim { len_bytes } => {
+                // A discarded range reads as anything: here, a filler no
+                // item decodes from.
+                self.bytes[at..at + len_bytes as usize].fill(TRIMMED_FILLER);
                 if fail {
                     Err(EIO)
                 } else {

@@ -395,6 +395,10 @@ impl Front<'_> {
                     data,
                     fua: false,
                 },
+                IoKind::Trim { len_bytes } => Request::Trim {
+                    offset: req.offset,
+                    len: len_bytes,
+                },
             };
             io.submit(req.id, r);
         }

@@ -51,6 +51,10 @@ pub struct KvSpec {
     /// Regions held in DRAM at once.
     #[serde(default = "default_region_buffers")]
     pub region_buffers: u32,
+    /// Discard (TRIM) each evicted large-object region on the volume
+    /// before reusing it, so that tiering sees its next write as new data.
+    #[serde(default = "default_true")]
+    pub trim_regions: bool,
     /// Smallest key, bytes (each key's size is fixed by a hash of its number).
     #[serde(default = "default_key_bytes")]
     pub key_bytes_min: u32,
@@ -158,6 +162,7 @@ impl KvSpec {
             small_item_max_bytes: self.small_item_max_bytes,
             region_bytes: self.region_bytes,
             region_buffers: self.region_buffers,
+            trim_regions: self.trim_regions,
             generation: seed | 1,
         }
     }

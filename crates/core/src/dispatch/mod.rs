@@ -422,6 +422,28 @@ impl Dispatcher {
         self.pump();
     }
 
+    /// Begins a client's discard of blocks `first..end`: tells the policy
+    /// ([`Policy::discarded`]) and returns, ascending, the blocks the map
+    /// places away from their default, each of which the driver then
+    /// submits with [`Dispatcher::submit_trim`]; the others hold nothing
+    /// to release.
+    pub fn discard(&mut self, first: u64, end: u64) -> Vec<u64> {
+        assert!(first <= end, "a discard of blocks {first}..{end}");
+        self.policy.discarded(first, end);
+        if self.map.len() as u64 <= end - first {
+            let mut v: Vec<u64> = self
+                .map
+                .iter()
+                .map(|(b, _)| b)
+                .filter(|b| (first..end).contains(b))
+                .collect();
+            v.sort_unstable();
+            v
+        } else {
+            (first..end).filter(|&b| self.map.has_entry(b)).collect()
+        }
+    }
+
     /// Submits background work directly (normally the policy queues jobs).
     pub fn submit_job(&mut self, job: Job) {
         assert!(job.blocks >= 1, "a job covers at least one block");

@@ -161,7 +161,8 @@ impl Tiered {
 
 /// The [`crate::policy::Policy`] methods every tiering policy implements
 /// alike over its `t: Tiered` field: address spaces, the "tiers" layout,
-/// moves as jobs, the quantum, restore, trim, warm-up and repair.
+/// moves as jobs, the quantum, restore, trims and discards, warm-up and
+/// repair.
 macro_rules! tiered_policy_methods {
     () => {
         fn address_space(&self, device: usize) -> u64 {
@@ -183,7 +184,14 @@ macro_rules! tiered_policy_methods {
             self.t.restore(map)
         }
         fn trim(&mut self, block: u64, ctx: &mut $crate::policy::Ctx<'_>) {
-            self.t.tiers.trim(block, ctx.map);
+            if let Some(segment) = self.t.tiers.trim(block, ctx.map) {
+                self.t.heat.forget(segment);
+            }
+        }
+        fn discarded(&mut self, first: u64, end: u64) {
+            for segment in self.t.tiers.discarded(first, end) {
+                self.t.heat.forget(segment);
+            }
         }
         fn warm(&mut self, block: u64, map: &mut $crate::map::PlacementMap) -> bool {
             self.t.tiers.warm(block, map)

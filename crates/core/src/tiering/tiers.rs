@@ -489,6 +489,19 @@ impl Tiers {
             self.free_slots.push(p.slot);
             self.placed.remove(&segment);
         }
+        self.assert_slots_add_up();
+    }
+
+    /// Every slot is either free or held by exactly one placed segment.
+    fn assert_slots_add_up(&self) {
+        assert_eq!(
+            self.placed.len() + self.free_slots.len(),
+            self.slots as usize,
+            "{} placed segments and {} free slots, of {} slots",
+            self.placed.len(),
+            self.free_slots.len(),
+            self.slots
+        );
     }
 
     fn slot_of(&self, segment: u64) -> u32 {
@@ -717,8 +730,13 @@ impl Tiers {
     }
 
     /// Drops `block`'s performance copy (a trim): the block reads as the
-    /// capacity device holds it.
-    pub fn trim(&self, block: u64, map: &mut PlacementMap) {
+    /// capacity device holds it. When no block of its segment keeps a
+    /// performance copy and no move holds the segment, the segment leaves
+    /// its class and its slot is freed; returns the segment then. Every
+    /// client plan on the slot has set its block's performance copy at
+    /// its decision and a trim waits for the block's lock, so no client
+    /// I/O on the slot is in flight when it is freed.
+    pub fn trim(&mut self, block: u64, map: &mut PlacementMap) -> Option<u64> {
         map.set(
             block,
             Entry {
@@ -726,6 +744,45 @@ impl Tiers {
                 ..Entry::default()
             },
         );
+        let (segment, _) = self.locate(block);
+        let placed = *self.placed.get(&segment)?;
+        let p = self.perf;
+        // Trims come in ascending order: the blocks after this one are the
+        // likeliest to keep a copy, so they are looked at first.
+        let r = self.blocks_of(segment);
+        let any_up = (block + 1..r.end)
+            .chain(r.start..block)
+            .any(|b| map.get(b).present & 1 << p != 0);
+        if placed.busy || any_up {
+            return None;
+        }
+        self.set_placed(segment, Class::Capacity, placed.slot);
+        self.unclean.remove(&segment);
+        self.free_slots.push(placed.slot);
+        self.placed.remove(&segment);
+        self.assert_slots_add_up();
+        Some(segment)
+    }
+
+    /// A client discards blocks `first..end` (bookkeeping, no lock): the
+    /// segments the range covers whole count as never accessed, so that
+    /// the next write to one is a new allocation. Returns them.
+    pub fn discarded(&mut self, first: u64, end: u64) -> std::ops::Range<u64> {
+        let s = self.segment_blocks as u64;
+        let end = end.min(self.num_blocks);
+        // The volume's last segment may be short: reaching the volume's
+        // end covers it whole.
+        let short_tail = end == self.num_blocks && !end.is_multiple_of(s);
+        let whole = first.div_ceil(s)..end / s + u64::from(short_tail);
+        let whole = whole.start..whole.end.max(whole.start);
+        for segment in whole.clone() {
+            let (w, bit) = ((segment / 64) as usize, 1u64 << (segment % 64));
+            if self.touched[w] & bit != 0 {
+                self.touched[w] &= !bit;
+                self.touched_count -= 1;
+            }
+        }
+        whole
     }
 }
 
@@ -902,5 +959,41 @@ mod tests {
         t.finish(job);
         assert_eq!((t.class(0), t.free_slots()), (Class::Performance, 3));
         assert_eq!(t.read_choices(&map, 1), Some(0));
+    }
+
+    #[test]
+    fn a_segment_trimmed_whole_frees_its_slot_and_is_new_again() {
+        let mut t = Tiers::new("t", &volume(), 4).unwrap();
+        let mut map = PlacementMap::new(1);
+        for s in [1, 2] {
+            assert!(t.touch(s));
+            run(&mut t, &mut map, s, Move::Promote);
+        }
+        run(&mut t, &mut map, 2, Move::Mirror);
+        assert_eq!((t.free_slots(), t.mirrored(), t.used_segments()), (2, 1, 3));
+        // Blocks 4..9 discarded: only segment 1 (blocks 4..8) is covered
+        // whole, and only it counts as never accessed again.
+        assert_eq!(t.discarded(4, 9), 1..2);
+        assert!(!t.touch(2), "segment 2 was covered in part only");
+        assert_eq!(t.used_segments(), 2);
+        // The slot is freed with the last performance copy, not before.
+        for b in 4..7 {
+            assert_eq!(t.trim(b, &mut map), None);
+            assert_eq!(t.class(1), Class::Performance);
+        }
+        assert_eq!(t.trim(7, &mut map), Some(1));
+        assert_eq!((t.class(1), t.free_slots()), (Class::Capacity, 3));
+        assert!(t.touch(1), "the next access to segment 1 is its first");
+        // A mirrored segment trimmed whole leaves the mirrored class; one
+        // that a move holds keeps its slot.
+        for b in [11, 10, 9] {
+            assert_eq!(t.trim(b, &mut map), None);
+        }
+        assert!(t.claim(2, Move::Unmirror));
+        assert_eq!(t.trim(8, &mut map), None, "a busy segment was freed");
+        t.release(2);
+        assert_eq!(t.trim(8, &mut map), Some(2));
+        assert_eq!((t.mirrored(), t.free_slots()), (0, 4));
+        assert!(map.iter().all(|(_, e)| e.present == 1 << 1));
     }
 }

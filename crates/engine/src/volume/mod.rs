@@ -256,21 +256,7 @@ impl Volume {
     fn start_trim(&mut self, id: u64, offset: u64, len: u64, now: u64, r: &mut dyn Reactor) {
         let bs = self.cfg.block_size as u64;
         let (first, end) = (offset.div_ceil(bs), (offset + len) / bs);
-        let placed: Vec<u64> = if self.dispatcher.map().len() as u64 <= end.saturating_sub(first) {
-            let mut v: Vec<u64> = self
-                .dispatcher
-                .map()
-                .iter()
-                .map(|(b, _)| b)
-                .filter(|b| (first..end).contains(b))
-                .collect();
-            v.sort_unstable();
-            v
-        } else {
-            (first..end)
-                .filter(|&b| self.dispatcher.map().has_entry(b))
-                .collect()
-        };
+        let placed = self.dispatcher.discard(first, end.max(first));
         if placed.is_empty() {
             self.finish_now(id, Op::Write, 0, now);
             return;

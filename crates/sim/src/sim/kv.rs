@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use tiermux_core::rng::{splitmix64, Rng};
+use tiermux_core::NO_TAG;
 use tiermux_core::{Access, Histogram, Op};
 use tiermux_kv::{Command, IoKind, IoRequest, Machine, Reply, Summary};
 
@@ -157,6 +158,10 @@ impl KvFront {
                     let end = at + len_bytes as usize;
                     let (m, store) = (&mut self.machine, &self.store);
                     m.complete(io.id, Ok(&store[at..end]));
+                }
+                IoKind::Trim { len_bytes } => {
+                    self.store[at..at + len_bytes as usize].fill(0);
+                    self.machine.complete(io.id, Ok(&[]));
                 }
             }
         }
@@ -454,6 +459,7 @@ impl Simulator {
         let (op, write) = match io.kind {
             IoKind::Read { .. } => (Op::Read, None),
             IoKind::Write { data } => (Op::Write, Some(data)),
+            IoKind::Trim { .. } => return self.kv_trim(io.id, first, n),
         };
         let kv = self.kv();
         kv.take_blocks(first, n, write.is_some());
@@ -475,6 +481,23 @@ impl Simulator {
             let sid = self.block_sub(slot, block, op, true);
             self.dispatcher.submit(sid as u64, Access { block, op });
         }
+        self.drain();
+    }
+
+    /// A discard of blocks `first..first + n`: the policy drops what it
+    /// keeps of them, under each block's lock, ahead of any later access
+    /// (the dispatcher takes work in order). It plans no I/O and takes no
+    /// time, so the machine is told at once that it is done.
+    fn kv_trim(&mut self, id: tiermux_kv::IoId, first: u64, n: u64) {
+        let kv = self.kv();
+        kv.take_blocks(first, n, true);
+        kv.release_blocks(first, n);
+        let bs = tiermux_kv::BLOCK_BYTES as usize;
+        kv.store[first as usize * bs..(first + n) as usize * bs].fill(0);
+        for block in self.dispatcher.discard(first, first + n) {
+            self.dispatcher.submit_trim(NO_TAG, block);
+        }
+        self.kv().machine.complete(id, Ok(&[]));
         self.drain();
     }
 

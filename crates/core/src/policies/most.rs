@@ -7,7 +7,10 @@
 //! `mirror_step_mb` of the hottest performance segments, up to
 //! `mirror_max_fraction` of capacity), or, when the class is full, swaps
 //! its coldest segment for a hotter one. Migration runs only away from the
-//! slower device (§3.2.3). New data is allocated on the capacity device
+//! slower device (§3.2.3): towards the performance device it is HeMem's
+//! quantum, whose hot segments take the slots of colder ones when none is
+//! free (the cold ones move down only to make room); towards the capacity
+//! device the mirrored class does the work. New data is allocated on the capacity device
 //! with probability `offloadRatio` (§3.2.2). A write to a mirrored subpage
 //! updates one copy and marks the other invalid (§3.2.4); a background
 //! cleaner rewrites invalid copies of segments whose rewrite distance
@@ -207,12 +210,12 @@ impl Policy for Most {
             up: false,
             down: false,
         };
+        // Towards the performance device, HeMem's quantum runs whole: a
+        // hot segment that finds no free slot takes that of a colder one,
+        // which moves down only to make room (§3.2.3's migration to the
+        // faster device, on the tiering MOST builds on).
         let allowed = match d.migration {
-            Migration::Both => Allowed::BOTH,
-            Migration::ToPerformanceOnly => Allowed {
-                up: true,
-                down: false,
-            },
+            Migration::Both | Migration::ToPerformanceOnly => Allowed::BOTH,
             Migration::ToCapacityOnly | Migration::Stop => none,
         };
         let t = &mut self.t;

@@ -15,6 +15,7 @@ mod bench;
 mod kv_bench;
 mod kv_cmd;
 mod profiles;
+mod report_cmd;
 mod serve;
 mod trace_cmd;
 mod trace_sweep;
@@ -64,6 +65,19 @@ enum Cmd {
         /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+    },
+    /// One self-contained HTML page from result directories of `sim`: each
+    /// experiment's rows from the papers beside ours, figures and runs.
+    Report {
+        /// Result directories, or directories holding them (such as out/).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The page to write.
+        #[arg(long, default_value = "report.html")]
+        out: PathBuf,
+        /// The page's title.
+        #[arg(long, default_value = "tiermux results")]
+        title: String,
     },
     /// Hit ratios of a block trace at several cache sizes, no timing model.
     Replay {
@@ -176,6 +190,7 @@ fn main() {
     let r = match cli.cmd {
         Cmd::Demo { out, threads } => demo(out.as_deref(), threads),
         Cmd::Sim { file, out, threads } => sim(&file, out, threads),
+        Cmd::Report { dirs, out, title } => report_cmd::run(&dirs, &out, &title),
         Cmd::Replay {
             trace,
             read,
@@ -352,6 +367,44 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
     );
     for f in figures {
         outln!("  figure {f}");
+    }
+    write_paper_rows(file, &exp, &table, &out)
+}
+
+/// Evaluates the experiment's `[[paper]]` rows on its run table, writes
+/// them to `paper.csv` and prints them.
+fn write_paper_rows(file: &Path, exp: &Experiment, table: &Table, out: &Path) -> Result<()> {
+    if exp.paper.is_empty() {
+        return Ok(());
+    }
+    let mut rows = Vec::new();
+    for (i, spec) in exp.paper.iter().enumerate() {
+        let row = spec.evaluate(table).with_context(|| {
+            format!(
+                "{}: paper[{i}] ('{}'): computing ours",
+                file.display(),
+                spec.what
+            )
+        })?;
+        rows.push(row);
+    }
+    std::fs::write(
+        out.join("paper.csv"),
+        tiermux_report::paper_table(&rows).to_csv(),
+    )?;
+    outln!(
+        "  the papers' values beside ours ({}):",
+        out.join("paper.csv").display()
+    );
+    for r in &rows {
+        outln!(
+            "    {}: {}: paper {}, ours {:.3} {}",
+            r.spec.source,
+            r.spec.what,
+            r.spec.paper,
+            r.ours,
+            r.verdict()
+        );
     }
     Ok(())
 }

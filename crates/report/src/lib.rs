@@ -3,14 +3,20 @@
 //! A [`Table`] holds one row per run (or per time-series sample) as named
 //! text columns, the same columns a `results.csv` has. A [`PlotSpec`],
 //! written in an experiment file, says which columns make a figure; [`render`]
-//! turns a table and a spec into a self-contained SVG file.
+//! turns a table and a spec into a self-contained SVG file. A [`PaperSpec`]
+//! puts a published value beside ours, and [`page`] gathers the results of
+//! several experiments into one HTML page.
 
+mod html;
+mod paper;
 mod svg;
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+pub use html::{page, Section};
+pub use paper::{paper_table, PaperRow, PaperSpec};
 pub use svg::render;
 
 /// Rows of named columns.
@@ -38,6 +44,18 @@ impl Table {
     /// Index of column `name`.
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)
+    }
+
+    /// Reads CSV text with a header row, as [`Table::to_csv`] writes it;
+    /// no column is a key column. An error names the record at fault.
+    pub fn from_csv(text: &str) -> Result<Self, csv::Error> {
+        let mut r = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+        let columns: Vec<String> = r.headers()?.iter().map(String::from).collect();
+        let mut t = Table::new(columns, Vec::new());
+        for record in r.records() {
+            t.rows.push(record?.iter().map(String::from).collect());
+        }
+        Ok(t)
     }
 
     /// The table as CSV text (RFC 4180 quoting by the `csv` crate: cells
@@ -481,6 +499,16 @@ mod tests {
         let mut t = Table::new(vec!["a".into(), "b".into()], vec![]);
         t.rows.push(vec!["x,y".into(), "say \"hi\"".into()]);
         assert_eq!(t.to_csv(), "a,b\n\"x,y\",\"say \"\"hi\"\"\"\n");
+    }
+
+    #[test]
+    fn csv_reads_back_what_it_writes_and_names_a_ragged_record() {
+        let mut t = Table::new(vec!["a".into(), "b".into()], vec![]);
+        t.rows.push(vec!["x,\"y\"\r\n".into(), "".into()]);
+        t.rows.push(vec!["1".into(), "2".into()]);
+        assert_eq!(Table::from_csv(&t.to_csv()).unwrap(), t);
+        let e = Table::from_csv("a,b\n1,2\n3\n").unwrap_err();
+        assert!(e.to_string().contains("record 2"), "{e}");
     }
 
     /// Carriage returns and newlines inside a cell are quoted, so the

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use tiermux_report::{PlotData, PlotSpec, Table};
+use tiermux_report::{PaperSpec, PlotData, PlotSpec, Table};
 
 use crate::config::{ConfigError, SimConfig};
 use crate::sim::{run, RunResult, SimError};
@@ -35,6 +35,8 @@ pub struct Experiment {
     pub runs: Vec<(Vec<toml::Value>, SimConfig)>,
     /// Figures to draw from the results (`[[plot]]`).
     pub plots: Vec<PlotSpec>,
+    /// Published values to put beside ours (`[[paper]]`).
+    pub paper: Vec<PaperSpec>,
 }
 
 /// An experiment-file problem: file, line and field.
@@ -238,11 +240,12 @@ impl Experiment {
             )
         })?;
         for k in doc.keys() {
-            if !["name", "description", "base", "sweep", "plot"].contains(&k.as_str()) {
+            if !["name", "description", "base", "sweep", "plot", "paper"].contains(&k.as_str()) {
                 return Err(p.err(
                     line_of_key(text, k),
                     k,
-                    "unknown top-level key (expected name, description, base, sweep, plot)".into(),
+                    "unknown top-level key (expected name, description, base, sweep, plot, paper)"
+                        .into(),
                 ));
             }
         }
@@ -280,12 +283,15 @@ impl Experiment {
         let devices = runs.iter().map(|(_, c)| c.devices.len()).max().unwrap_or(2);
         let plots = parse_plots(&doc, text, &keys, &controller_names, devices)
             .map_err(|(line, field, message)| p.err(line, &field, message))?;
+        let paper = parse_paper(&doc, text, &run_columns(&keys, devices))
+            .map_err(|(line, field, message)| p.err(line, &field, message))?;
         Ok(Experiment {
             name: text_of("name", file),
             description: text_of("description", ""),
             keys,
             runs,
             plots,
+            paper,
         })
     }
 
@@ -302,11 +308,12 @@ impl Experiment {
     }
 }
 
-/// Line of the `n`-th `[[plot]]` header.
-fn line_of_plot(text: &str, n: usize) -> Option<usize> {
+/// Line of the `n`-th `[[table]]` header.
+fn line_of_array_table(text: &str, table: &str, n: usize) -> Option<usize> {
+    let header = format!("[[{table}]]");
     text.lines()
         .enumerate()
-        .filter(|(_, l)| l.trim_start().starts_with("[[plot]]"))
+        .filter(|(_, l)| l.trim_start().starts_with(&header))
         .nth(n)
         .map(|(i, _)| i + 1)
 }
@@ -334,7 +341,7 @@ fn parse_plots(
     })?;
     let mut plots: Vec<PlotSpec> = Vec::new();
     for (i, p) in list.iter().enumerate() {
-        let line = line_of_plot(text, i);
+        let line = line_of_array_table(text, "plot", i);
         let spec: PlotSpec = p
             .clone()
             .try_into()
@@ -355,6 +362,40 @@ fn parse_plots(
         plots.push(spec);
     }
     Ok(plots)
+}
+
+/// Reads and checks the `[[paper]]` tables against the run table's
+/// `columns`.
+fn parse_paper(
+    doc: &toml::Table,
+    text: &str,
+    columns: &[String],
+) -> Result<Vec<PaperSpec>, FieldError> {
+    let Some(v) = doc.get("paper") else {
+        return Ok(Vec::new());
+    };
+    let list = v.as_array().ok_or_else(|| {
+        (
+            line_of_key(text, "paper"),
+            "paper".to_string(),
+            "must be [[paper]] tables".to_string(),
+        )
+    })?;
+    let mut rows = Vec::new();
+    for (i, p) in list.iter().enumerate() {
+        let line = line_of_array_table(text, "paper", i);
+        let spec: PaperSpec = p
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| (line, format!("paper[{i}]"), e.message().to_string()))?;
+        spec.check_columns(columns)
+            .map_err(|e| (line, format!("paper[{i}].{}", e.field), e.message))?;
+        if !spec.paper.is_finite() {
+            return Err((line, format!("paper[{i}].paper"), "must be a number".into()));
+        }
+        rows.push(spec);
+    }
+    Ok(rows)
 }
 
 /// One finished run with its swept values.

@@ -1,0 +1,186 @@
+//! `tiermux sim` puts the papers' values beside ours (`paper.csv`), and
+//! `tiermux report` gathers result directories into one HTML page with
+//! their figures, those rows and the runs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tiermux_report::Table;
+
+/// A fresh directory for one test, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("tiermux-report-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tiermux(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tiermux"))
+        .args(args)
+        .output()
+        .expect("tiermux runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = tiermux(args);
+    assert!(
+        out.status.success(),
+        "tiermux {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const EXPERIMENT: &str = r#"
+name = "tiny-nhc"
+description = "NHC beside classic caching on Optane+Flash, short runs <for the report test>"
+
+[base]
+devices = ["optane-905p", "flash-970pro"]
+policy = "classic"
+block_size = 65536
+cache_blocks = 2048
+duration_s = 0.4
+warmup_s = 0.1
+
+[base.workload]
+working_set_blocks = 2560
+
+[base.client]
+workers = 32
+
+[[sweep]]
+policy = ["classic", "nhc"]
+
+[[plot]]
+name = "throughput"
+kind = "bars"
+x = "policy"
+y = "throughput_ops_per_s"
+
+[[paper]]
+source = "Orthus Figure 9"
+what = "NHC / classic throughput"
+paper = 1.46
+y = "throughput_ops_per_s"
+filter = { policy = "nhc" }
+ratio_to = { column = "policy", value = "classic" }
+at_least = 0.0
+
+[[paper]]
+source = "a made-up table"
+what = "classic caching's throughput, a value it cannot reach"
+paper = 1e12
+y = "throughput_ops_per_s"
+filter = { policy = "classic" }
+within_pct = 5.0
+"#;
+
+fn column(t: &Table, row: usize, name: &str) -> String {
+    t.rows[row][t.column(name).unwrap()].clone()
+}
+
+fn read(path: &Path) -> Table {
+    Table::from_csv(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn sim_computes_the_paper_rows_and_report_gathers_figures_and_rows() {
+    let s = Scratch::new("page");
+    let file = s.0.join("tiny.toml");
+    std::fs::write(&file, EXPERIMENT).unwrap();
+    let out = s.0.join("out").join("tiny-nhc");
+    let printed = ok(&[
+        "sim",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        printed.contains("Orthus Figure 9: NHC / classic throughput: paper 1.46"),
+        "{printed}"
+    );
+
+    // Ours is computed from the run table: NHC's throughput over classic's.
+    let runs = read(&out.join("results.csv"));
+    let tput = |r: usize| {
+        column(&runs, r, "throughput_ops_per_s")
+            .parse::<f64>()
+            .unwrap()
+    };
+    assert_eq!(column(&runs, 0, "policy"), "classic");
+    let ratio = tput(1) / tput(0);
+    let paper = read(&out.join("paper.csv"));
+    assert_eq!(paper.rows.len(), 2);
+    let ours: f64 = column(&paper, 0, "ours").parse().unwrap();
+    assert!((ours - ratio).abs() < 1e-4, "{ours} vs {ratio}");
+    assert_eq!(column(&paper, 0, "verdict"), "meets the bar");
+    assert_eq!(column(&paper, 1, "verdict"), "deviates");
+    assert_eq!(column(&paper, 1, "rows"), "1");
+
+    // The page, from the directory that holds the result directories.
+    let html_path = s.0.join("report.html");
+    let printed = ok(&[
+        "report",
+        s.0.join("out").to_str().unwrap(),
+        "--out",
+        html_path.to_str().unwrap(),
+    ]);
+    assert!(
+        printed.starts_with("1 experiments, 1 figures, 2 rows from the papers"),
+        "{printed}"
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    let svg = std::fs::read_to_string(out.join("throughput.svg")).unwrap();
+    assert!(html.contains(&svg), "the figure is inline");
+    assert!(html.contains("<h2>tiny-nhc</h2>"));
+    assert!(html.contains("short runs &lt;for the report test&gt;"));
+    assert!(html.contains(&format!(
+        "<tr class=\"ok\"><td>Orthus Figure 9</td><td>NHC / classic throughput</td><td>1.46</td><td>{}</td>",
+        column(&paper, 0, "ours")
+    )));
+    assert!(html.contains("<tr class=\"bad\"><td>a made-up table</td>"));
+    assert!(html.contains(&format!(
+        "<td>{}</td>",
+        column(&runs, 1, "throughput_ops_per_s")
+    )));
+}
+
+#[test]
+fn bad_paper_rows_and_directories_are_refused_by_name() {
+    let s = Scratch::new("bad");
+    let file = s.0.join("bad.toml");
+    let bad = EXPERIMENT.replace(
+        "filter = { policy = \"nhc\" }",
+        "filter = { colour = \"nhc\" }",
+    );
+    std::fs::write(&file, bad).unwrap();
+    let out = tiermux(&[
+        "sim",
+        file.to_str().unwrap(),
+        "--out",
+        s.0.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("paper[0].filter") && err.contains("no column 'colour'"),
+        "{err}"
+    );
+
+    let out = tiermux(&["report", s.0.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("no results.csv"), "{err}");
+}

@@ -134,6 +134,10 @@ enum Cmd {
         /// the data directory) counts the simulated reboots.
         #[arg(long, value_name = "STATE_FILE")]
         simulate_power_loss: Option<PathBuf>,
+        /// Serve Prometheus metrics over HTTP at http://ADDR/metrics
+        /// (HOST:PORT; port 0 picks a free one and prints it).
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
     /// Policies through NBD on emulated devices, measured with fio at rising
     /// concurrency, beside the physical limit and the simulator's prediction;
@@ -214,11 +218,13 @@ fn main() {
             socket,
             data_dir,
             simulate_power_loss,
+            metrics,
         } => serve::serve(
             &config,
             socket.as_deref(),
             &data_dir,
             simulate_power_loss.as_deref(),
+            metrics.as_deref(),
         ),
         Cmd::Bench {
             file,

@@ -10,6 +10,7 @@ use tiermux_engine::reactor::power_loss::PowerLossReactor;
 use tiermux_engine::reactor::{build_reactor, precise_timers, Reactor};
 use tiermux_engine::volume::MAX_REQUEST_BYTES;
 use tiermux_engine::{Runtime, Volume, VolumeConfig};
+use tiermux_server::metrics::{MetricsEndpoint, VolumeInfo};
 use tiermux_server::proto::Export;
 use tiermux_server::server::LiveStats;
 use tiermux_server::{Server, Shutdown};
@@ -128,6 +129,7 @@ pub fn serve(
     socket: Option<&Path>,
     data_dir: &Path,
     power_loss: Option<&Path>,
+    metrics: Option<&str>,
 ) -> Result<()> {
     let mut cfg = VolumeConfig::load(config, data_dir)?;
     if let Some(s) = socket {
@@ -155,12 +157,37 @@ pub fn serve(
     let shutdown = server.shutdown_handle();
     stop_on_signals(move || shutdown.trigger())?;
     log_start(vol, rt.reactor_kind(), &cfg);
-    println!("tiermux: listening on {shown}, export '{}'", cfg.export);
+    let metrics = match metrics {
+        Some(addr) => Some(
+            MetricsEndpoint::start(addr, server.live_stats(), volume_info(vol))
+                .map_err(anyhow::Error::msg)?,
+        ),
+        None => None,
+    };
+    let metrics_note = metrics
+        .as_ref()
+        .map(|m| format!(", metrics on http://{}/metrics", m.addr))
+        .unwrap_or_default();
+    println!(
+        "tiermux: listening on {shown}, export '{}'{metrics_note}",
+        cfg.export
+    );
     use std::io::Write;
     std::io::stdout().flush().ok();
     let stats = server.run(&mut rt)?;
     log_stop(rt.volume(), &stats);
     Ok(())
+}
+
+/// What the metrics say of the volume beside its live counters.
+fn volume_info(vol: &Volume) -> VolumeInfo {
+    VolumeInfo {
+        devices: vol.devices().iter().map(|d| d.name.clone()).collect(),
+        block_bytes: vol.block_size() as u64,
+        policy: vol.policy().name().to_string(),
+        recovery_ms: vol.recovery().elapsed_ms,
+        recovery_journal_records: vol.recovery().journal_records,
+    }
 }
 
 /// Calls `stop` (once) on the first SIGINT or SIGTERM.

@@ -41,6 +41,43 @@ pub struct DeviceCounters {
     pub read_bytes: u64,
     /// Bytes written.
     pub write_bytes: u64,
+    /// Latencies of the reads, from submission to completion.
+    pub read_latency: LatencyBuckets,
+    /// Latencies of the writes.
+    pub write_latency: LatencyBuckets,
+}
+
+/// Upper bounds of the latency buckets, µs; a last bucket takes the rest.
+/// From memory-backed files (about 1 µs) to a disk under a deep queue.
+pub const LATENCY_BUCKET_BOUNDS_US: [u64; 18] = [
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000,
+    500_000, 1_000_000,
+];
+
+/// Device operation latencies counted into fixed buckets (the shape of a
+/// Prometheus histogram): cheap to record and to copy into a snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencyBuckets {
+    /// Operations per bucket, not cumulative: bucket `i` counts latencies
+    /// above bound `i - 1` up to bound `i`; the last, those above every
+    /// bound.
+    pub counts: [u64; LATENCY_BUCKET_BOUNDS_US.len() + 1],
+    /// The sum of the latencies, ns.
+    pub sum_ns: u64,
+}
+
+impl LatencyBuckets {
+    /// Counts one latency.
+    pub fn record(&mut self, latency_ns: u64) {
+        let i = LATENCY_BUCKET_BOUNDS_US.partition_point(|&b| b * 1000 < latency_ns);
+        self.counts[i] += 1;
+        self.sum_ns += latency_ns;
+    }
+
+    /// Operations counted.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
 }
 
 /// An opened device.
@@ -164,8 +201,8 @@ impl Device {
             .unwrap_or(0)
     }
 
-    /// Notes a completion of `bytes`.
-    pub fn completed(&mut self, dir: Op, bytes: u64) {
+    /// Notes a completion of `bytes`, `latency_ns` after its submission.
+    pub fn completed(&mut self, dir: Op, bytes: u64, latency_ns: u64) {
         match dir {
             Op::Read => {
                 self.inflight.0 = self
@@ -175,6 +212,7 @@ impl Device {
                     .expect("a read completed that was not in flight");
                 self.counters.read_ops += 1;
                 self.counters.read_bytes += bytes;
+                self.counters.read_latency.record(latency_ns);
             }
             Op::Write => {
                 self.inflight.1 = self
@@ -184,6 +222,7 @@ impl Device {
                     .expect("a write completed that was not in flight");
                 self.counters.write_ops += 1;
                 self.counters.write_bytes += bytes;
+                self.counters.write_latency.record(latency_ns);
             }
         }
         for l in &mut self.layers {
@@ -265,6 +304,41 @@ pub fn in_memory(fd: impl rustix::fd::AsFd) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A latency on a bound counts in that bound's bucket (`le`), one just
+    /// above it in the next; beyond every bound, in the last.
+    #[test]
+    fn latencies_fall_in_the_bucket_whose_bound_is_the_first_at_or_above() {
+        let mut b = LatencyBuckets::default();
+        for ns in [
+            0,
+            1_000,
+            1_001,
+            10_000,
+            999_999,
+            1_000_000_000,
+            1_000_000_001,
+        ] {
+            b.record(ns);
+        }
+        let at = |us: u64| {
+            LATENCY_BUCKET_BOUNDS_US
+                .iter()
+                .position(|&x| x == us)
+                .unwrap()
+        };
+        assert_eq!(b.counts[at(1)], 2, "0 and exactly 1 µs");
+        assert_eq!(b.counts[at(2)], 1, "1.001 µs");
+        assert_eq!(b.counts[at(10)], 1);
+        assert_eq!(b.counts[at(1_000)], 1, "999.999 µs");
+        assert_eq!(b.counts[at(1_000_000)], 1, "exactly 1 s");
+        assert_eq!(b.counts[LATENCY_BUCKET_BOUNDS_US.len()], 1, "beyond 1 s");
+        assert_eq!(b.count(), 7);
+        assert_eq!(
+            b.sum_ns,
+            2_000_000_000 + 1_000 + 1_001 + 10_000 + 999_999 + 1
+        );
+    }
 
     #[test]
     fn creates_extends_and_never_shrinks() {

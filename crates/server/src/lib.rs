@@ -15,6 +15,7 @@ pub mod handshakes;
 pub mod kv;
 mod kv_commands;
 mod kv_scan;
+pub mod metrics;
 pub mod proto;
 pub mod resp;
 pub mod server;

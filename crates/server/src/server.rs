@@ -70,6 +70,12 @@ pub struct LiveStats {
     pub devices: Vec<DeviceCounters>,
     /// The policy's controller variables (for NHC, `load_admit` and others).
     pub controller: Vec<(String, f64)>,
+    /// Connections open now.
+    pub open_connections: u64,
+    /// Metadata journal records written since the volume opened.
+    pub journal_records: u64,
+    /// Metadata checkpoints written since the volume opened.
+    pub checkpoints: u64,
 }
 
 /// How often the loop publishes [`LiveStats`].
@@ -164,9 +170,12 @@ impl Server {
         self.live.clone()
     }
 
-    fn publish(&self, vol: &Volume) {
+    fn publish(&self, vol: &Volume, open_connections: usize) {
         let mut l = self.live.lock().expect("live stats");
         l.server = self.stats;
+        l.server.handshakes_refused = self.handshakes_refused.load(Ordering::Relaxed);
+        l.open_connections = open_connections as u64;
+        (l.journal_records, l.checkpoints) = vol.metadata_counters();
         l.volume = vol.stats();
         l.devices.clear();
         l.devices.extend(vol.devices().iter().map(|d| d.counters));
@@ -201,7 +210,7 @@ impl Server {
             published_ns: 0,
         };
         rt.run(&mut f)?;
-        self.publish(rt.volume());
+        self.publish(rt.volume(), 0);
         if let Listen::Unix(p) = &self.listen {
             let _ = std::fs::remove_file(p);
         }
@@ -285,7 +294,7 @@ impl Frontend for Connections<'_> {
     fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
         let now = io.now_ns();
         if now >= self.published_ns + LIVE_INTERVAL_NS {
-            self.server.publish(io.volume());
+            self.server.publish(io.volume(), self.conns.len());
             self.published_ns = now;
         }
         // Resuming may read the end of a paused connection's stream, which

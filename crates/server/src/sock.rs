@@ -187,6 +187,11 @@ impl<C: Connection> ConnTable<C> {
         self.slots.len()
     }
 
+    /// Connections open.
+    pub fn len(&self) -> usize {
+        self.slots.iter().filter(|c| c.is_some()).count()
+    }
+
     /// Whether no connection is open.
     pub fn is_empty(&self) -> bool {
         self.slots.iter().all(|c| c.is_none())

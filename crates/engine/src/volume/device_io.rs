@@ -108,11 +108,12 @@ impl Volume {
         let op = self.ops.remove(slot).expect("device op");
         let bs = self.cfg.block_size as u64;
         let dev = &mut self.devices[op.device as usize];
-        dev.completed(op.dir, bs);
+        let latency_ns = now - op.submitted_ns;
+        dev.completed(op.dir, bs, latency_ns);
         let injected = dev.fails(crate::faults::FaultOp::of(op.dir));
         let ok = op.result == bs as i32 && !injected;
         self.obs
-            .device_op(op.device as usize, op.dir, bs, now - op.submitted_ns);
+            .device_op(op.device as usize, op.dir, bs, latency_ns);
         if ok {
             self.health.succeeded(op.device);
             let payload = if op.dir == Op::Read {

@@ -30,7 +30,9 @@ use tiermux_core::Op;
 use tiermux_device::calibrate::closed_loop_throughput;
 use tiermux_device::profile::builtin_profiles;
 use tiermux_report::Table;
-use tiermux_sim::experiment::{run_all, runs_table, timeseries_table, Experiment, RunRecord};
+use tiermux_sim::experiment::{
+    describe, run_all, runs_table, timeseries_table, Experiment, RunRecord,
+};
 use tiermux_sim::{RunResult, SimConfig};
 
 #[derive(Parser)]
@@ -413,14 +415,6 @@ fn write_paper_rows(file: &Path, exp: &Experiment, table: &Table, out: &Path) ->
         );
     }
     Ok(())
-}
-
-fn describe(keys: &[String], swept: &[toml::Value], cfg: &SimConfig) -> String {
-    let mut s = format!("policy={}", cfg.policy);
-    for (k, v) in keys.iter().zip(swept) {
-        s += &format!(" {k}={v}");
-    }
-    s
 }
 
 /// The demo's configuration at one load.

@@ -417,6 +417,16 @@ impl RunRecord {
     }
 }
 
+/// "policy=P key=value ...": which run of a sweep `swept` and `cfg` are,
+/// for error messages.
+pub fn describe(keys: &[String], swept: &[toml::Value], cfg: &SimConfig) -> String {
+    let mut s = format!("policy={}", cfg.policy);
+    for (k, v) in keys.iter().zip(swept) {
+        s += &format!(" {k}={v}");
+    }
+    s
+}
+
 /// Runs `configs` on up to `threads` threads, calling `progress` after each.
 pub fn run_all(
     configs: &[SimConfig],

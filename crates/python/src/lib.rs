@@ -1,0 +1,207 @@
+//! The native half of the `tiermux` Python package: experiments, trace
+//! replay, profiles and policies, returning their tables as CSV text (the
+//! columns of `results.csv`), which the Python half turns into pandas
+//! DataFrames. Errors carry the messages the `tiermux` command prints.
+
+use std::path::Path;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tiermux_core::replacement::ReplacementKind;
+use tiermux_report::{paper_table, Table};
+use tiermux_sim::experiment::{describe, run_all, runs_table, timeseries_table, Experiment};
+use tiermux_sim::RunResult;
+use tiermux_trace::replay::{replay_accesses, TraceVolume};
+use tiermux_trace::Format;
+
+pyo3::create_exception!(
+    _native,
+    TiermuxError,
+    pyo3::exceptions::PyException,
+    "An error tiermux reports: a bad experiment, trace or parameter."
+);
+
+fn err(message: impl std::fmt::Display) -> PyErr {
+    TiermuxError::new_err(message.to_string())
+}
+
+/// An experiment file's text as TOML, from a JSON object (a Python dict
+/// passed through `json.dumps`).
+#[pyfunction]
+fn experiment_toml_from_json(json: &str) -> PyResult<String> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| err(format!("experiment: {e}")))?;
+    let t = toml::Value::try_from(v).map_err(|e| err(format!("experiment: {e}")))?;
+    toml::to_string(&t).map_err(|e| err(format!("experiment: {e}")))
+}
+
+/// Runs an experiment given as TOML text (`source` names it in errors) or,
+/// with `path`, read from that file. Returns a dict: name, description,
+/// runs (CSV), timeseries (CSV) and paper (CSV, or None without
+/// `[[paper]]` rows).
+#[pyfunction]
+#[pyo3(signature = (text=None, path=None, source="experiment", threads=None))]
+fn run_experiment<'py>(
+    py: Python<'py>,
+    text: Option<&str>,
+    path: Option<&str>,
+    source: &str,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let exp = match (text, path) {
+        (Some(t), None) => Experiment::parse(t, source),
+        (None, Some(p)) => Experiment::load(Path::new(p)),
+        _ => return Err(err("give an experiment's text or its path, not both")),
+    }
+    .map_err(err)?;
+    let threads = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let configs: Vec<_> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
+    let results = py.allow_threads(|| run_all(&configs, threads, &|_| {}));
+    let mut finished: Vec<(&[toml::Value], RunResult)> = Vec::new();
+    for ((swept, cfg), r) in exp.runs.iter().zip(results) {
+        let r = r.map_err(|e| err(format!("run with {}: {e}", describe(&exp.keys, swept, cfg))))?;
+        finished.push((swept.as_slice(), r));
+    }
+    let pairs: Vec<(&[toml::Value], &RunResult)> = finished.iter().map(|(s, r)| (*s, r)).collect();
+    let runs = runs_table(&exp.keys, &pairs);
+    let out = PyDict::new(py);
+    out.set_item("name", &exp.name)?;
+    out.set_item("description", &exp.description)?;
+    out.set_item("runs", runs.to_csv())?;
+    out.set_item("timeseries", timeseries_table(&exp.keys, &pairs).to_csv())?;
+    out.set_item("paper", paper_csv(&exp, &runs)?)?;
+    Ok(out)
+}
+
+/// The experiment's `[[paper]]` rows evaluated on its runs, as CSV.
+fn paper_csv(exp: &Experiment, runs: &Table) -> PyResult<Option<String>> {
+    if exp.paper.is_empty() {
+        return Ok(None);
+    }
+    let mut rows = Vec::new();
+    for (i, spec) in exp.paper.iter().enumerate() {
+        let row = spec
+            .evaluate(runs)
+            .map_err(|e| err(format!("paper[{i}] ('{}'): computing ours: {e}", spec.what)))?;
+        rows.push(row);
+    }
+    Ok(Some(paper_table(&rows).to_csv()))
+}
+
+/// Hit ratios of a block trace at each of `cache_pages`, without a
+/// timing model, as `tiermux replay` computes them: pure LRU or ARC, or a
+/// registered policy (parameters as JSON) over a cache and a home device.
+/// Returns CSV: cache_pages, hit_ratio, and for a registered policy
+/// read_hit_ratio and write_hit_ratio.
+#[pyfunction]
+#[pyo3(signature = (path, cache_pages, policy="lru", format=None, page_size=None, params_json=None))]
+fn replay(
+    py: Python<'_>,
+    path: &str,
+    cache_pages: Vec<usize>,
+    policy: &str,
+    format: Option<&str>,
+    page_size: Option<u64>,
+    params_json: Option<&str>,
+) -> PyResult<String> {
+    if cache_pages.is_empty() || cache_pages.contains(&0) {
+        return Err(err("cache_pages: give sizes of at least 1 page"));
+    }
+    let path = Path::new(path);
+    let format = Format::resolve(format, path).map_err(err)?;
+    let page_bytes = match page_size {
+        Some(0) => return Err(err("page_size must be at least 1 byte")),
+        Some(b) => b,
+        None if format == Format::Arc => 512,
+        None => 4096,
+    };
+    let params: tiermux_core::Params = match params_json {
+        Some(j) => serde_json::from_str(j).map_err(|e| err(format!("params: {e}")))?,
+        None => tiermux_core::Params::new(),
+    };
+    let fast: Option<ReplacementKind> = policy.parse().ok();
+    if fast.is_some() && params.iter().next().is_some() {
+        return Err(err(format!(
+            "pure replacement ({policy}) takes no parameters; use policy='classic' with replacement='{policy}', or a registered policy"
+        )));
+    }
+    let shape = match fast {
+        Some(_) => None,
+        None => Some(TraceVolume::fitting(policy, &params, 4, None).map_err(err)?),
+    };
+    let trace = tiermux_trace::read_pages(path, &format, page_bytes).map_err(err)?;
+    py.allow_threads(move || {
+        let mut t = Table::new(
+            [
+                "cache_pages",
+                "hit_ratio",
+                "read_hit_ratio",
+                "write_hit_ratio",
+            ]
+            .map(String::from)
+            .to_vec(),
+            vec!["cache_pages".into()],
+        );
+        for &n in &cache_pages {
+            let row = match (fast, shape) {
+                (Some(kind), _) => {
+                    let h = tiermux_trace::replay::hit_ratio(trace.pages(), kind, n);
+                    vec![n.to_string(), h.to_string(), String::new(), String::new()]
+                }
+                (None, Some(shape)) => {
+                    let volume = TraceVolume {
+                        cache_pages: n as u64,
+                        ..shape
+                    };
+                    let r = replay_accesses(policy, &params, trace.page_accesses(), volume, false)
+                        .map_err(err)?;
+                    vec![
+                        n.to_string(),
+                        r.hit_ratio().to_string(),
+                        r.read_hit_ratio().to_string(),
+                        r.write_hit_ratio().to_string(),
+                    ]
+                }
+                (None, None) => unreachable!("a registered policy has a shape"),
+            };
+            t.rows.push(row);
+        }
+        Ok(t.to_csv())
+    })
+}
+
+/// The built-in device profiles: name, description and source, as CSV.
+#[pyfunction]
+fn profiles() -> String {
+    let mut t = Table::new(
+        ["name", "description", "source"].map(String::from).to_vec(),
+        vec!["name".into()],
+    );
+    for p in tiermux_device::profile::builtin_profiles() {
+        t.rows.push(vec![p.name, p.description, p.source]);
+    }
+    t.to_csv()
+}
+
+/// The registered policies: (name, summary).
+#[pyfunction]
+fn policies() -> Vec<(String, String)> {
+    tiermux_core::REGISTRY
+        .iter()
+        .map(|p| (p.name.to_string(), p.summary.to_string()))
+        .collect()
+}
+
+/// The module `tiermux._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("TiermuxError", m.py().get_type::<TiermuxError>())?;
+    m.add_function(wrap_pyfunction!(experiment_toml_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
+    m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(policies, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,167 @@
+"""The tiermux Python package against the tiermux command and against
+values worked out by hand.
+
+Run after `pip install ".[test]"` and `cargo build --release` (the
+command's binary is target/release/tiermux): `pytest crates/python/tests`.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tiermux
+
+ROOT = Path(__file__).resolve().parents[3]
+BINARY = ROOT / "target" / "release" / "tiermux"
+
+EXPERIMENT_TOML = """
+name = "py-check"
+description = "classic caching and NHC, short runs"
+
+[base]
+devices = ["optane-905p", "flash-970pro"]
+policy = "classic"
+block_size = 65536
+cache_blocks = 2048
+duration_s = 0.4
+warmup_s = 0.1
+sample_interval_ms = 100
+
+[base.workload]
+working_set_blocks = 2560
+
+[base.client]
+workers = 32
+
+[[sweep]]
+policy = ["classic", "nhc"]
+
+[[paper]]
+source = "Orthus Figure 9"
+what = "NHC / classic"
+paper = 1.46
+y = "throughput_ops_per_s"
+filter = { policy = "nhc" }
+ratio_to = { column = "policy", value = "classic" }
+"""
+
+EXPERIMENT_DICT = {
+    "name": "py-check",
+    "description": "classic caching and NHC, short runs",
+    "base": {
+        "devices": ["optane-905p", "flash-970pro"],
+        "policy": "classic",
+        "block_size": 65536,
+        "cache_blocks": 2048,
+        "duration_s": 0.4,
+        "warmup_s": 0.1,
+        "sample_interval_ms": 100,
+        "workload": {"working_set_blocks": 2560},
+        "client": {"workers": 32},
+    },
+    "sweep": [{"policy": ["classic", "nhc"]}],
+    "paper": [
+        {
+            "source": "Orthus Figure 9",
+            "what": "NHC / classic",
+            "paper": 1.46,
+            "y": "throughput_ops_per_s",
+            "filter": {"policy": "nhc"},
+            "ratio_to": {"column": "policy", "value": "classic"},
+        }
+    ],
+}
+
+
+def command(*args, cwd=None):
+    assert BINARY.exists(), f"build the command first: cargo build --release ({BINARY})"
+    return subprocess.run([str(BINARY), *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def command_results(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    (d / "exp.toml").write_text(EXPERIMENT_TOML)
+    out = command("sim", d / "exp.toml", "--out", d / "out")
+    assert out.returncode == 0, out.stderr
+    return d / "out"
+
+
+def test_a_file_gives_the_commands_tables(command_results, tmp_path):
+    path = tmp_path / "exp.toml"
+    path.write_text(EXPERIMENT_TOML)
+    res = tiermux.run(path, threads=1)
+    assert res.name == "py-check"
+    for table, file in [(res.runs, "results.csv"), (res.timeseries, "timeseries.csv"), (res.paper, "paper.csv")]:
+        pd.testing.assert_frame_equal(table, pd.read_csv(command_results / file))
+
+
+def test_a_dict_is_the_same_experiment_as_its_file(command_results):
+    res = tiermux.run(EXPERIMENT_DICT)
+    pd.testing.assert_frame_equal(res.runs, pd.read_csv(command_results / "results.csv"))
+    nhc = res.runs.set_index("policy")["throughput_ops_per_s"]
+    assert res.paper["ours"][0] == pytest.approx(nhc["nhc"] / nhc["classic"], rel=1e-4)
+
+
+def test_errors_carry_the_commands_message(tmp_path):
+    bad = EXPERIMENT_TOML.replace('policy = "classic"\n', 'policy = "classic"\ncolour = "red"\n', 1)
+    path = tmp_path / "bad.toml"
+    path.write_text(bad)
+    out = command("sim", path, "--out", tmp_path / "out")
+    assert out.returncode != 0
+    with pytest.raises(tiermux.TiermuxError) as e:
+        tiermux.run(path)
+    assert "colour" in str(e.value)
+    assert out.stderr.strip() == f"error: {e.value}"
+    with pytest.raises(tiermux.TiermuxError, match="unknown policy|no policy|nope"):
+        tiermux.run({**EXPERIMENT_DICT, "sweep": [{"policy": ["nope"]}]})
+    with pytest.raises(TypeError):
+        tiermux.run(42)
+
+
+def test_lru_replay_matches_hand_counted_hits(tmp_path):
+    # ARC-format trace (start block, blocks, ignored, request number) of
+    # 512-byte pages A B A C A B: a 2-page LRU misses A, B, hits A, misses
+    # C (evicting B), hits A, misses B: 2 hits in 6. With 3 pages only the
+    # three first references miss: 3 hits.
+    pages = [0, 1, 0, 2, 0, 1]
+    trace = tmp_path / "t.arc"
+    trace.write_text("".join(f"{p} 1 0 {i}\n" for i, p in enumerate(pages)))
+    df = tiermux.replay(trace, [2, 3], format="arc")
+    assert list(df["cache_pages"]) == [2, 3]
+    assert list(df["hit_ratio"]) == [pytest.approx(2 / 6), pytest.approx(3 / 6)]
+    out = command("replay", trace, "--format", "arc", "--cache-pages", "2,3")
+    assert out.returncode == 0, out.stderr
+    assert "33.33" in out.stdout and "50.00" in out.stdout
+    classic = tiermux.replay(trace, [2], policy="classic", format="arc")
+    assert classic["hit_ratio"][0] == pytest.approx(2 / 6)
+    with pytest.raises(tiermux.TiermuxError, match="takes no parameters"):
+        tiermux.replay(trace, 2, policy="lru", format="arc", params={"x": 1})
+    with pytest.raises(tiermux.TiermuxError):
+        tiermux.replay(tmp_path / "missing.arc", 2)
+
+
+def test_profiles_and_policies_are_listed():
+    names = set(tiermux.profiles()["name"])
+    assert {"optane-905p", "flash-970pro", "nvme-pcie3"} <= names
+    policies = tiermux.policies()
+    assert {"classic", "nhc", "most", "hibachi", "tica-a"} <= set(policies["name"])
+    listed = command("policies").stdout.split("\n")
+    assert len(policies) == len([l for l in listed if l.strip()])
+
+
+def test_the_example_reproduces_orthus_figure_4(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "python" / "orthus_fig4_splitting.py"), str(tmp_path / "f.png")],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    # The paper: with more concurrency the best split is below 1.
+    best = {int(l.split()[0]): float(l.split("best split ")[1].split()[0]) for l in out.stdout.splitlines() if "best split" in l}
+    assert best[1] == 1.0 and best[16] < 1.0 and best[32] < 1.0, out.stdout
+    assert (tmp_path / "f.png").stat().st_size > 10_000

@@ -35,6 +35,15 @@ fn experiment_toml_from_json(json: &str) -> PyResult<String> {
     toml::to_string(&t).map_err(|e| err(format!("experiment: {e}")))
 }
 
+fn parse(text: Option<&str>, path: Option<&str>, source: &str) -> PyResult<Experiment> {
+    match (text, path) {
+        (Some(t), None) => Experiment::parse(t, source),
+        (None, Some(p)) => Experiment::load(Path::new(p)),
+        _ => return Err(err("give an experiment's text or its path, not both")),
+    }
+    .map_err(err)
+}
+
 /// Runs an experiment given as TOML text (`source` names it in errors) or,
 /// with `path`, read from that file. Returns a dict: name, description,
 /// runs (CSV), timeseries (CSV) and paper (CSV, or None without
@@ -48,30 +57,103 @@ fn run_experiment<'py>(
     source: &str,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let exp = match (text, path) {
-        (Some(t), None) => Experiment::parse(t, source),
-        (None, Some(p)) => Experiment::load(Path::new(p)),
-        _ => return Err(err("give an experiment's text or its path, not both")),
-    }
-    .map_err(err)?;
+    let exp = parse(text, path, source)?;
     let threads = threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let configs: Vec<_> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
     let results = py.allow_threads(|| run_all(&configs, threads, &|_| {}));
-    let mut finished: Vec<(&[toml::Value], RunResult)> = Vec::new();
+    let mut finished = Vec::new();
     for ((swept, cfg), r) in exp.runs.iter().zip(results) {
-        let r = r.map_err(|e| err(format!("run with {}: {e}", describe(&exp.keys, swept, cfg))))?;
-        finished.push((swept.as_slice(), r));
+        finished.push(
+            r.map_err(|e| err(format!("run with {}: {e}", describe(&exp.keys, swept, cfg))))?,
+        );
     }
-    let pairs: Vec<(&[toml::Value], &RunResult)> = finished.iter().map(|(s, r)| (*s, r)).collect();
+    tables(py, &exp, &finished)
+}
+
+/// An experiment file's text, with the command's error when it cannot be
+/// read.
+#[pyfunction]
+fn read_experiment(path: &str) -> PyResult<String> {
+    Experiment::read_text(Path::new(path)).map_err(err)
+}
+
+/// How many runs the experiment (TOML text) has.
+#[pyfunction]
+fn run_count(text: &str, source: &str) -> PyResult<usize> {
+    Ok(Experiment::parse(text, source).map_err(err)?.runs.len())
+}
+
+/// Runs run `index` of the experiment (TOML text) alone and returns its
+/// result as bytes for [`assemble`]: a sweep's runs can go to other
+/// processes or machines (Ray tasks) and come back to the same tables.
+#[pyfunction]
+fn run_one<'py>(
+    py: Python<'py>,
+    text: &str,
+    source: &str,
+    index: usize,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let exp = Experiment::parse(text, source).map_err(err)?;
+    let (swept, cfg) = exp.runs.get(index).ok_or_else(|| {
+        err(format!(
+            "run {index}: the experiment has {} runs",
+            exp.runs.len()
+        ))
+    })?;
+    let r = py
+        .allow_threads(|| tiermux_sim::run(cfg))
+        .map_err(|e| err(format!("run with {}: {e}", describe(&exp.keys, swept, cfg))))?;
+    let bytes = bincode::serialize(&r).map_err(err)?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
+}
+
+/// The experiment's tables (as [`run_experiment`] returns them) from the
+/// results of [`run_one`] for every run, in order.
+#[pyfunction]
+fn assemble<'py>(
+    py: Python<'py>,
+    text: &str,
+    source: &str,
+    results: Vec<Vec<u8>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let exp = Experiment::parse(text, source).map_err(err)?;
+    if results.len() != exp.runs.len() {
+        return Err(err(format!(
+            "{} results for an experiment of {} runs",
+            results.len(),
+            exp.runs.len()
+        )));
+    }
+    let finished: Vec<RunResult> = results
+        .iter()
+        .enumerate()
+        .map(|(i, b)| bincode::deserialize(b).map_err(|e| err(format!("result of run {i}: {e}"))))
+        .collect::<PyResult<_>>()?;
+    tables(py, &exp, &finished)
+}
+
+/// The run table, time series and paper rows of finished runs (in the
+/// experiment's order) as a dict of CSV texts.
+fn tables<'py>(
+    py: Python<'py>,
+    exp: &Experiment,
+    finished: &[RunResult],
+) -> PyResult<Bound<'py, PyDict>> {
+    let pairs: Vec<(&[toml::Value], &RunResult)> = exp
+        .runs
+        .iter()
+        .zip(finished)
+        .map(|((s, _), r)| (s.as_slice(), r))
+        .collect();
     let runs = runs_table(&exp.keys, &pairs);
     let out = PyDict::new(py);
     out.set_item("name", &exp.name)?;
     out.set_item("description", &exp.description)?;
     out.set_item("runs", runs.to_csv())?;
     out.set_item("timeseries", timeseries_table(&exp.keys, &pairs).to_csv())?;
-    out.set_item("paper", paper_csv(&exp, &runs)?)?;
+    out.set_item("paper", paper_csv(exp, &runs)?)?;
     Ok(out)
 }
 
@@ -200,6 +282,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TiermuxError", m.py().get_type::<TiermuxError>())?;
     m.add_function(wrap_pyfunction!(experiment_toml_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
+    m.add_function(wrap_pyfunction!(read_experiment, m)?)?;
+    m.add_function(wrap_pyfunction!(run_count, m)?)?;
+    m.add_function(wrap_pyfunction!(run_one, m)?)?;
+    m.add_function(wrap_pyfunction!(assemble, m)?)?;
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;

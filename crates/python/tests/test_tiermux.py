@@ -96,7 +96,12 @@ def test_a_file_gives_the_commands_tables(command_results, tmp_path):
     path.write_text(EXPERIMENT_TOML)
     res = tiermux.run(path, threads=1)
     assert res.name == "py-check"
-    for table, file in [(res.runs, "results.csv"), (res.timeseries, "timeseries.csv"), (res.paper, "paper.csv")]:
+    for table, key, file in [
+        (res.runs, "runs", "results.csv"),
+        (res.timeseries, "timeseries", "timeseries.csv"),
+        (res.paper, "paper", "paper.csv"),
+    ]:
+        assert res.csv[key] == (command_results / file).read_text(), file
         pd.testing.assert_frame_equal(table, pd.read_csv(command_results / file))
 
 
@@ -105,6 +110,32 @@ def test_a_dict_is_the_same_experiment_as_its_file(command_results):
     pd.testing.assert_frame_equal(res.runs, pd.read_csv(command_results / "results.csv"))
     nhc = res.runs.set_index("policy")["throughput_ops_per_s"]
     assert res.paper["ours"][0] == pytest.approx(nhc["nhc"] / nhc["classic"], rel=1e-4)
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    """A local Ray cluster: `ray start --head`, stopped afterwards."""
+    ray_cli = Path(sys.executable).parent / "ray"
+    port = "6391"
+    start = [str(ray_cli), "start", "--head", f"--port={port}", "--num-cpus=2", "--disable-usage-stats", "--include-dashboard=false"]
+    out = subprocess.run(start, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    yield f"127.0.0.1:{port}"
+    import ray
+
+    ray.shutdown()
+    subprocess.run([str(ray_cli), "stop"], capture_output=True)
+
+
+def test_a_sweep_on_ray_gives_the_same_bytes_as_locally(ray_head, command_results):
+    sweep = {**EXPERIMENT_DICT, "sweep": [{"policy": ["classic", "nhc"], "client.workers": [8, 32]}]}
+    local = tiermux.run(sweep, threads=2)
+    on_ray = tiermux.run(sweep, ray_address=ray_head)
+    assert len(local.runs) == 4
+    assert on_ray.csv == local.csv
+    # And the same as the command's file for the runs both sweeps share.
+    same = tiermux.run(EXPERIMENT_DICT, ray_address=ray_head)
+    assert same.csv["runs"] == (command_results / "results.csv").read_text()
 
 
 def test_errors_carry_the_commands_message(tmp_path):
@@ -121,6 +152,11 @@ def test_errors_carry_the_commands_message(tmp_path):
         tiermux.run({**EXPERIMENT_DICT, "sweep": [{"policy": ["nope"]}]})
     with pytest.raises(TypeError):
         tiermux.run(42)
+    missing = tmp_path / "missing.toml"
+    out = command("sim", missing)
+    with pytest.raises(tiermux.TiermuxError) as e:
+        tiermux.run(missing)
+    assert out.stderr.strip() == f"error: {e.value}"
 
 
 def test_lru_replay_matches_hand_counted_hits(tmp_path):

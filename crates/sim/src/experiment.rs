@@ -297,14 +297,18 @@ impl Experiment {
 
     /// Reads and parses an experiment file.
     pub fn load(path: &Path) -> Result<Self, ExperimentError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
-            file: file.clone(),
+        Self::parse(&Self::read_text(path)?, &path.display().to_string())
+    }
+
+    /// An experiment file's text, with the error [`Experiment::load`]
+    /// gives when it cannot be read.
+    pub fn read_text(path: &Path) -> Result<String, ExperimentError> {
+        std::fs::read_to_string(path).map_err(|e| ExperimentError {
+            file: path.display().to_string(),
             line: None,
             field: "file".into(),
             message: e.to_string(),
-        })?;
-        Self::parse(&text, &file)
+        })
     }
 }
 

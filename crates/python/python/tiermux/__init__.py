@@ -38,6 +38,9 @@ class Results:
     runs: pd.DataFrame
     timeseries: pd.DataFrame
     paper: Optional[pd.DataFrame]
+    #: The same tables as CSV text, byte for byte what ``tiermux sim``
+    #: writes (keys ``runs``, ``timeseries``, ``paper``).
+    csv: dict
 
 
 def _frame(csv: str) -> pd.DataFrame:
@@ -45,20 +48,7 @@ def _frame(csv: str) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(csv))
 
 
-def run(experiment: Union[str, os.PathLike, dict], threads: Optional[int] = None) -> Results:
-    """Runs an experiment (a file path or a dict) and returns its results.
-
-    Runs go in parallel on ``threads`` threads (default: all cores); the
-    results are the same for any number of threads.
-    """
-    if isinstance(experiment, dict):
-        text = _native.experiment_toml_from_json(json.dumps(experiment))
-        source = str(experiment.get("name", "experiment"))
-        out = _native.run_experiment(text=text, source=source, threads=threads)
-    elif isinstance(experiment, (str, os.PathLike)):
-        out = _native.run_experiment(path=os.fspath(experiment), threads=threads)
-    else:
-        raise TypeError(f"an experiment is a path or a dict, not {type(experiment).__name__}")
+def _results(out: dict) -> Results:
     paper = out["paper"]
     return Results(
         name=out["name"],
@@ -66,7 +56,50 @@ def run(experiment: Union[str, os.PathLike, dict], threads: Optional[int] = None
         runs=_frame(out["runs"]),
         timeseries=_frame(out["timeseries"]),
         paper=None if paper is None else _frame(paper),
+        csv={k: out[k] for k in ("runs", "timeseries", "paper")},
     )
+
+
+def _run_on_ray(text: str, source: str, address: str) -> dict:
+    import ray  # only needed here
+
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False)
+
+    @ray.remote
+    def one(text: str, source: str, index: int) -> bytes:
+        from tiermux import _native as native
+
+        return native.run_one(text, source, index)
+
+    n = _native.run_count(text, source)
+    blobs = ray.get([one.remote(text, source, i) for i in range(n)])
+    return _native.assemble(text, source, blobs)
+
+
+def run(
+    experiment: Union[str, os.PathLike, dict],
+    threads: Optional[int] = None,
+    ray_address: Optional[str] = None,
+) -> Results:
+    """Runs an experiment (a file path or a dict) and returns its results.
+
+    Runs go in parallel on ``threads`` threads (default: all cores), or,
+    with ``ray_address`` (``"auto"`` or ``HOST:PORT``), as one Ray task
+    each on that cluster, whose nodes have this package installed. The
+    results are the same, byte for byte, either way.
+    """
+    if isinstance(experiment, dict):
+        text = _native.experiment_toml_from_json(json.dumps(experiment))
+        source = str(experiment.get("name", "experiment"))
+    elif isinstance(experiment, (str, os.PathLike)):
+        source = os.fspath(experiment)
+        text = _native.read_experiment(source)
+    else:
+        raise TypeError(f"an experiment is a path or a dict, not {type(experiment).__name__}")
+    if ray_address is not None:
+        return _results(_run_on_ray(text, source, ray_address))
+    return _results(_native.run_experiment(text=text, source=source, threads=threads))
 
 
 def replay(

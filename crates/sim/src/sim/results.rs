@@ -1,7 +1,7 @@
 //! What a run measures: steady-state figures per device and for the
 //! clients, time-series samples, and the [`RunResult`] a run returns.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use tiermux_core::Purpose;
 
@@ -10,7 +10,7 @@ use crate::config::ClientMode;
 use crate::workload::Schedule;
 
 /// Steady-state figures of one device.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct DeviceResult {
     /// Profile name.
     pub name: String,
@@ -35,7 +35,7 @@ pub struct DeviceResult {
 }
 
 /// One time-series sample.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Sample {
     /// End of the sample interval, s.
     pub t_s: f64,
@@ -54,7 +54,7 @@ pub struct Sample {
 }
 
 /// Everything one run measured.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RunResult {
     /// Policy name.
     pub policy: String,
@@ -101,7 +101,7 @@ pub struct RunResult {
 /// What a key-value run measures beyond the common figures (there, the
 /// requests are cache commands and `hit_ratio` is the share of GETs that
 /// found their key).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct KvResult {
     /// Mean GET latency in the steady state, µs.
     pub get_mean_latency_us: f64,

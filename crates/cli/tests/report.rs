@@ -2,45 +2,13 @@
 //! `tiermux report` gathers result directories into one HTML page with
 //! their figures, those rows and the runs.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use tiermux_report::Table;
 
-/// A fresh directory for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("tiermux-report-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tiermux(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tiermux"))
-        .args(args)
-        .output()
-        .expect("tiermux runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = tiermux(args);
-    assert!(
-        out.status.success(),
-        "tiermux {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{ok, tiermux, Scratch};
 
 const EXPERIMENT: &str = r#"
 name = "tiny-nhc"
@@ -98,9 +66,9 @@ fn read(path: &Path) -> Table {
 #[test]
 fn sim_computes_the_paper_rows_and_report_gathers_figures_and_rows() {
     let s = Scratch::new("page");
-    let file = s.0.join("tiny.toml");
+    let file = s.path().join("tiny.toml");
     std::fs::write(&file, EXPERIMENT).unwrap();
-    let out = s.0.join("out").join("tiny-nhc");
+    let out = s.path().join("out").join("tiny-nhc");
     let printed = ok(&[
         "sim",
         file.to_str().unwrap(),
@@ -130,10 +98,10 @@ fn sim_computes_the_paper_rows_and_report_gathers_figures_and_rows() {
     assert_eq!(column(&paper, 1, "rows"), "1");
 
     // The page, from the directory that holds the result directories.
-    let html_path = s.0.join("report.html");
+    let html_path = s.path().join("report.html");
     let printed = ok(&[
         "report",
-        s.0.join("out").to_str().unwrap(),
+        s.path().join("out").to_str().unwrap(),
         "--out",
         html_path.to_str().unwrap(),
     ]);
@@ -160,7 +128,7 @@ fn sim_computes_the_paper_rows_and_report_gathers_figures_and_rows() {
 #[test]
 fn bad_paper_rows_and_directories_are_refused_by_name() {
     let s = Scratch::new("bad");
-    let file = s.0.join("bad.toml");
+    let file = s.path().join("bad.toml");
     let bad = EXPERIMENT.replace(
         "filter = { policy = \"nhc\" }",
         "filter = { colour = \"nhc\" }",
@@ -170,7 +138,7 @@ fn bad_paper_rows_and_directories_are_refused_by_name() {
         "sim",
         file.to_str().unwrap(),
         "--out",
-        s.0.to_str().unwrap(),
+        s.path().to_str().unwrap(),
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -179,7 +147,7 @@ fn bad_paper_rows_and_directories_are_refused_by_name() {
         "{err}"
     );
 
-    let out = tiermux(&["report", s.0.to_str().unwrap()]);
+    let out = tiermux(&["report", s.path().to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("no results.csv"), "{err}");

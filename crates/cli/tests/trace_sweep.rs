@@ -1,47 +1,11 @@
 //! `tiermux trace sweep`: a sweep file gives the rows `tiermux replay`
 //! gives for the same traces, and bad files are refused by name.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-/// A fresh directory for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("tiermux-sweep-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tiermux(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tiermux"))
-        .args(args)
-        .output()
-        .expect("tiermux runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = tiermux(args);
-    assert!(
-        out.status.success(),
-        "tiermux {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{ok, tiermux, Scratch};
 
 fn fails(dir: &Path, toml: &str) -> String {
     let file = dir.join("bad.toml");

@@ -51,11 +51,38 @@ pub fn page(title: &str, sections: &[Section]) -> String {
         );
     }
     h.push_str("</ul>\n");
+    all_paper_rows(&mut h, sections);
     for (i, s) in sections.iter().enumerate() {
         section(&mut h, i, s);
     }
     h.push_str("</body></html>\n");
     h
+}
+
+/// One table of every section's rows from the papers, each with its
+/// experiment, before the sections.
+fn all_paper_rows(h: &mut String, sections: &[Section]) {
+    let mut all: Option<Table> = None;
+    for s in sections {
+        let Some(p) = &s.paper else { continue };
+        let t = all.get_or_insert_with(|| {
+            let mut columns = vec!["experiment".to_string()];
+            columns.extend(p.columns.iter().cloned());
+            Table::new(columns, Vec::new())
+        });
+        if t.columns[1..] != p.columns[..] {
+            continue; // not a paper.csv of this version: shown in its section only
+        }
+        for r in &p.rows {
+            let mut row = vec![s.name.clone()];
+            row.extend(r.iter().cloned());
+            t.rows.push(row);
+        }
+    }
+    if let Some(t) = all {
+        h.push_str("<h2>The papers' values beside ours, every experiment</h2>\n");
+        table(h, &t, t.column("verdict"));
+    }
 }
 
 /// "(3 rows from the papers: 2 meet, 1 below)", counting verdicts.
@@ -164,6 +191,10 @@ mod tests {
         assert!(h.contains("<h2>fig&lt;9&gt;</h2>") && h.contains("<p>a &amp; b</p>"));
         assert!(h.contains("<figure><svg id=\"f\"></svg><figcaption>throughput.svg"));
         assert!(h.contains("<tr class=\"bad\"><td>MOST Figure 9</td>"));
+        assert!(
+            h.contains("<tr class=\"bad\"><td>fig&lt;9&gt;</td><td>MOST Figure 9</td>"),
+            "the summary names the experiment"
+        );
         assert!(h.contains("(1 rows from the papers: 0 met or matched, 1 not)"));
         assert!(h.contains("<td>786000</td>"));
         assert!(h.ends_with("</html>\n"));

@@ -431,7 +431,19 @@ pub fn describe(keys: &[String], swept: &[toml::Value], cfg: &SimConfig) -> Stri
     s
 }
 
-/// Runs `configs` on up to `threads` threads, calling `progress` after each.
+/// The message of a panic's payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".into()
+    }
+}
+
+/// Runs `configs` on up to `threads` threads, calling `progress` after each;
+/// a run that panics gives [`SimError::Panicked`] and the others go on.
 pub fn run_all(
     configs: &[SimConfig],
     threads: usize,
@@ -450,7 +462,10 @@ pub fn run_all(
                 if i >= configs.len() {
                     break;
                 }
-                let r = run(&configs[i]);
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&configs[i])))
+                    .unwrap_or_else(|payload| {
+                        Err(SimError::Panicked(panic_text(payload.as_ref())))
+                    });
                 out.lock().expect("results")[i] = Some(r);
                 progress(done.fetch_add(1, Ordering::SeqCst) + 1);
             });

@@ -6,7 +6,8 @@
 //! of the first sample after which every sample of the phase is within
 //! `tolerance` (relative) of the settled throughput; the convergence time
 //! is that moment minus `t_step_s` (0 when the first sample already is).
-//! A phase with fewer than 4 samples has no convergence time.
+//! A phase with fewer than 4 samples, or whose last sample is outside the
+//! band, has no convergence time.
 
 use super::results::Sample;
 
@@ -34,7 +35,8 @@ pub fn convergence_s(
     let settled = tail.iter().map(|s| s.throughput_ops_per_s).sum::<f64>() / tail.len() as f64;
     let within = |s: &&Sample| (s.throughput_ops_per_s - settled).abs() <= tolerance * settled;
     let first_settled = phase.iter().rposition(|s| !within(s)).map_or(0, |i| i + 1);
-    let start = phase[first_settled].t_s - interval_s;
+    // The last sample itself outside the band: the phase never settled.
+    let start = phase.get(first_settled)?.t_s - interval_s;
     Some((start - t_step_s).max(0.0))
 }
 
@@ -66,5 +68,13 @@ mod tests {
         assert_eq!(convergence_s(&s, 1.0, 2.0, 9.0, 0.05), Some(2.0));
         assert_eq!(convergence_s(&s, 1.0, 5.0, 9.0, 0.05), Some(0.0));
         assert_eq!(convergence_s(&s, 1.0, 7.0, 9.0, 0.05), None);
+    }
+
+    /// A phase that ends outside its own settled band (here the last
+    /// quarter averages 95, and the last sample is 70) never converged.
+    #[test]
+    fn a_phase_that_ends_outside_the_band_has_no_convergence_time() {
+        let s = series(&[10.0, 100.0, 100.0, 100.0, 100.0, 100.0, 120.0, 70.0]);
+        assert_eq!(convergence_s(&s, 1.0, 1.0, 8.0, 0.05), None);
     }
 }

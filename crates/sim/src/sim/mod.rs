@@ -41,6 +41,10 @@ pub enum SimError {
     /// A read returned stale data: a policy bug.
     #[error("consistency violation: {0}")]
     Consistency(String),
+    /// The run panicked: a bug, reported for this run so that the sweep's
+    /// other runs are not lost with it.
+    #[error("internal error (a bug in tiermux): {0}")]
+    Panicked(String),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -219,8 +219,7 @@ impl KvFront {
         if value.len() != want as usize || word(12) != want {
             return Some(format!("{} bytes of a {want}-byte value", value.len()));
         }
-        let fill = filler(key, version);
-        (!value[16..].iter().all(|&b| b == fill))
+        (!all_bytes_are(&value[16..], filler(key, version)))
             .then(|| format!("version {version} with damaged bytes"))
     }
 
@@ -399,6 +398,18 @@ fn key_number(k: &[u8]) -> Option<u64> {
 
 fn filler(key: u64, version: u32) -> u8 {
     (splitmix64(key ^ (version as u64) << 40) & 0xff) as u8
+}
+
+/// Whether every byte of `body` is `fill`, eight at a time (checking every
+/// GET's value this way takes a fifth of a key-value run's time byte by
+/// byte).
+fn all_bytes_are(body: &[u8], fill: u8) -> bool {
+    let word = u64::from_ne_bytes([fill; 8]);
+    let mut chunks = body.chunks_exact(8);
+    let words_match = chunks
+        .by_ref()
+        .all(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")) == word);
+    words_match && chunks.remainder().iter().all(|&b| b == fill)
 }
 
 /// Where a command's reply leaves its client.
@@ -680,11 +691,31 @@ mod tests {
         assert!(f.wrong_value(7, 0, &never_set).is_some());
         let short = &good[..good.len() - 1];
         assert!(f.wrong_value(7, 0, short).unwrap().contains("bytes of a"));
-        let mut damaged = good.to_vec();
-        let last = damaged.len() - 1;
-        damaged[last] ^= 1;
-        assert!(f.wrong_value(7, 0, &damaged).unwrap().contains("damaged"));
+        for at in 16..good.len() {
+            let mut damaged = good.to_vec();
+            damaged[at] ^= 1;
+            let why = f.wrong_value(7, 0, &damaged).unwrap_or_default();
+            assert!(
+                why.contains("damaged"),
+                "byte {at} of {}: {why}",
+                good.len()
+            );
+        }
         assert!(f.wrong_value(7, 0, &good[..10]).is_some());
+    }
+
+    /// Every length (words and a remainder) and every damaged position.
+    #[test]
+    fn a_body_is_all_fill_only_when_every_byte_is() {
+        for len in 0..40 {
+            let body = vec![0xa5u8; len];
+            assert!(all_bytes_are(&body, 0xa5));
+            for at in 0..len {
+                let mut d = body.clone();
+                d[at] = 0xa4;
+                assert!(!all_bytes_are(&d, 0xa5), "len {len}, byte {at}");
+            }
+        }
     }
 
     #[test]

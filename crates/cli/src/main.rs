@@ -140,6 +140,23 @@ enum Cmd {
         /// (HOST:PORT; port 0 picks a free one and prints it).
         #[arg(long, value_name = "ADDR")]
         metrics: Option<String>,
+        /// Take control commands (`tiermux ctl`) on this Unix socket
+        /// (relative to the data directory): read and change the policy's
+        /// parameters while serving.
+        #[arg(long, value_name = "SOCKET")]
+        control: Option<PathBuf>,
+    },
+    /// Talk to a served volume's control socket (`serve --control`):
+    /// `get [KEY]` shows the policy's running parameters, `set KEY VALUE
+    /// [KEY VALUE]...` changes them (write mode, dirty thresholds,
+    /// controller settings; checked as a config file's are), `stats`
+    /// prints its metrics.
+    Ctl {
+        /// The control socket.
+        socket: PathBuf,
+        /// The command and its arguments.
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        command: Vec<String>,
     },
     /// Policies through NBD on emulated devices, measured with fio at rising
     /// concurrency, beside the physical limit and the simulator's prediction;
@@ -221,13 +238,18 @@ fn main() {
             data_dir,
             simulate_power_loss,
             metrics,
+            control,
         } => serve::serve(
             &config,
-            socket.as_deref(),
             &data_dir,
-            simulate_power_loss.as_deref(),
-            metrics.as_deref(),
+            serve::ServeOptions {
+                socket: socket.as_deref(),
+                power_loss: simulate_power_loss.as_deref(),
+                metrics: metrics.as_deref(),
+                control: control.as_deref(),
+            },
         ),
+        Cmd::Ctl { socket, command } => serve::ctl(&socket, &command.join(" ")),
         Cmd::Bench {
             file,
             out,

@@ -120,17 +120,27 @@ impl Background {
     }
 }
 
-/// Runs the server for `config`; `socket` overrides the config's listener
-/// with a Unix socket, and relative paths are taken from `data_dir`. With
-/// `power_loss` (a state file), writes not yet synced are kept apart and
-/// SIGUSR1 simulates a power cut (`reactor/power_loss.rs`).
-pub fn serve(
-    config: &Path,
-    socket: Option<&Path>,
-    data_dir: &Path,
-    power_loss: Option<&Path>,
-    metrics: Option<&str>,
-) -> Result<()> {
+/// What `tiermux serve` adds to a volume config.
+pub struct ServeOptions<'a> {
+    /// A Unix socket to listen on instead of the config's listener.
+    pub socket: Option<&'a Path>,
+    /// With a state file: writes not yet synced are kept apart and SIGUSR1
+    /// simulates a power cut (`reactor/power_loss.rs`).
+    pub power_loss: Option<&'a Path>,
+    /// HOST:PORT of the metrics endpoint.
+    pub metrics: Option<&'a str>,
+    /// The control socket (`tiermux ctl`).
+    pub control: Option<&'a Path>,
+}
+
+/// Runs the server for `config`; relative paths are taken from `data_dir`.
+pub fn serve(config: &Path, data_dir: &Path, opts: ServeOptions<'_>) -> Result<()> {
+    let ServeOptions {
+        socket,
+        power_loss,
+        metrics,
+        control,
+    } = opts;
     let mut cfg = VolumeConfig::load(config, data_dir)?;
     if let Some(s) = socket {
         cfg.listen = Listen::Unix(data_dir.join(s));
@@ -164,10 +174,23 @@ pub fn serve(
         ),
         None => None,
     };
-    let metrics_note = metrics
+    let control = match control {
+        Some(path) => {
+            let path = data_dir.join(path);
+            let endpoint = server
+                .start_control(&path, volume_info(vol))
+                .with_context(|| format!("control socket {}", path.display()))?;
+            Some(endpoint)
+        }
+        None => None,
+    };
+    let mut metrics_note = metrics
         .as_ref()
         .map(|m| format!(", metrics on http://{}/metrics", m.addr))
         .unwrap_or_default();
+    if let Some(c) = &control {
+        metrics_note += &format!(", control on {}", c.path.display());
+    }
     println!(
         "tiermux: listening on {shown}, export '{}'{metrics_note}",
         cfg.export
@@ -177,6 +200,20 @@ pub fn serve(
     let stats = server.run(&mut rt)?;
     log_stop(rt.volume(), &stats);
     Ok(())
+}
+
+/// Sends `line` to the control socket `socket` and prints the answer; an
+/// answered error is this command's error.
+pub fn ctl(socket: &Path, line: &str) -> Result<()> {
+    let answer = tiermux_server::control::request(socket, line)
+        .with_context(|| format!("control socket {}", socket.display()))?;
+    match answer {
+        Ok(text) => {
+            print!("{text}");
+            Ok(())
+        }
+        Err(e) => anyhow::bail!("{e}"),
+    }
 }
 
 /// What the metrics say of the volume beside its live counters.

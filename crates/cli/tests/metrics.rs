@@ -23,18 +23,6 @@ fn get(addr: &str, path: &str) -> (String, String) {
     (head.lines().next().unwrap().to_string(), body.to_string())
 }
 
-/// The value of the sample that starts with `name` (with its labels).
-fn value(metrics: &str, name: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
-}
-
-fn must(metrics: &str, name: &str) -> f64 {
-    value(metrics, name).unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
-}
-
 /// The metrics address `tiermux serve` printed.
 fn metrics_addr(line: &str) -> String {
     let url = line

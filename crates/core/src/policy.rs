@@ -268,6 +268,29 @@ pub trait Policy: Send {
         devices != 0
     }
 
+    /// The parameters [`Policy::reconfigure`] can change while the volume
+    /// runs. The default: none (every change needs a restart).
+    fn live_params(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    /// Applies a changed parameter table while the volume runs. `params`
+    /// is the whole table, the running one with the changes applied; the
+    /// driver has built a policy from it first (so every value passed the
+    /// checks a config file's do) and has refused changes to names not in
+    /// [`Policy::live_params`]. The policy re-reads those names; work the
+    /// change needs (flushing dirty blocks when write-back ends) is queued
+    /// as jobs. The default, for policies with no live parameters, has
+    /// nothing to re-read.
+    fn reconfigure(
+        &mut self,
+        params: &crate::params::Params,
+        ctx: &mut TickCtx<'_>,
+    ) -> Result<(), PolicyError> {
+        let _ = (params, ctx);
+        Ok(())
+    }
+
     /// Places `block` as if it had been admitted, without I/O (cache
     /// pre-warming). Returns false when the policy has nowhere to put it.
     fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {

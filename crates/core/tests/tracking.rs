@@ -172,6 +172,12 @@ struct World {
     /// (until written again): their reads may fail.
     at_risk: HashSet<u64>,
     at_risk_failed_reads: u64,
+    /// With live changes: the policy's name and running parameters, which
+    /// random changes replace now and then.
+    live: Option<(String, Params)>,
+    /// Live changes applied, and those the config checks refused.
+    live_changes: u64,
+    live_refused: u64,
 }
 
 impl World {
@@ -236,6 +242,7 @@ impl World {
                     };
                     d.tick(&obs);
                 }
+                6 if self.live.is_some() && rng.below(4) == 0 => self.change_live(d, rng),
                 _ => {}
             }
             self.pump(d, rng, writes, false);
@@ -326,6 +333,61 @@ impl World {
 }
 
 impl World {
+    /// Changes one random live parameter of the running policy, checked as
+    /// a driver does: a policy built from the whole new table must accept
+    /// it (else the change is refused and nothing changes).
+    fn change_live(&mut self, d: &mut Dispatcher, rng: &mut Rng) {
+        let names = d.policy().live_params();
+        let (policy, running) = self.live.as_mut().expect("live changes on");
+        if names.is_empty() {
+            return;
+        }
+        let name = names[rng.below(names.len() as u64) as usize];
+        let mut next = running.clone();
+        next.set(name, random_value(name, rng));
+        let vol = volume_for(policy);
+        if build_policy(policy, &next, &vol, 0).is_err() {
+            self.live_refused += 1;
+            return;
+        }
+        d.reconfigure(&next)
+            .unwrap_or_else(|e| panic!("{}: {name}: {e}", self.label));
+        *running = next;
+        self.live_changes += 1;
+    }
+
+    /// A caching policy running in a mode other than write-back flushes
+    /// every dirty block once the volume is idle, within a few ticks.
+    fn check_drained(&mut self, d: &mut Dispatcher, rng: &mut Rng, writes: &HashMap<u64, u64>) {
+        let Some((_, running)) = &self.live else {
+            return;
+        };
+        let mode = match running.get("write_mode") {
+            Some(ParamValue::Str(m)) => m.clone(),
+            _ => "wa".into(),
+        };
+        if d.policy().layout() != "cache" || mode == "wb" {
+            return;
+        }
+        for _ in 0..3 {
+            if count(d).1 == 0.0 {
+                break;
+            }
+            let obs = Observation {
+                devices: vec![DeviceObservation::default(); self.devices],
+                ..Observation::default()
+            };
+            d.tick(&obs);
+            self.pump(d, rng, writes, true);
+        }
+        assert_eq!(
+            count(d).1,
+            0.0,
+            "{}: dirty blocks left in {mode}",
+            self.label
+        );
+    }
+
     /// For each cache device: the blocks whose acknowledged data (or a
     /// later version in flight) no current copy elsewhere holds, that is,
     /// the blocks the device's failure at this moment would lose.
@@ -451,6 +513,51 @@ fn check_event(ev: MapEvent) {
     }
 }
 
+/// A random value of live parameter `name`, valid alone (a pair such as
+/// the dirty ratios may still disagree, which the checks must refuse).
+fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
+    let pick = |rng: &mut Rng, of: &[&str]| {
+        ParamValue::Str(of[rng.below(of.len() as u64) as usize].into())
+    };
+    let fraction = |rng: &mut Rng| ParamValue::Float(rng.below(11) as f64 / 10.0);
+    match name {
+        "write_mode" => pick(rng, &["wa", "wt", "wb"]),
+        "fill" => pick(rng, &["sync", "async"]),
+        "wa_write_hit" => pick(rng, &["update", "invalidate"]),
+        "cleaning" => pick(rng, &["selective", "all", "off"]),
+        "target" => pick(
+            rng,
+            &[
+                "throughput",
+                "client_throughput",
+                "mean_latency",
+                "p99_latency",
+            ],
+        ),
+        "noise_aware" | "always_admit" => ParamValue::Bool(rng.below(2) == 0),
+        "flush_max_inflight" | "min_window_ops" => ParamValue::Int(1 + rng.below(8) as i64),
+        "rounds_at_one" => ParamValue::Int(rng.below(3) as i64),
+        "dirty_high_ratio"
+        | "dirty_low_ratio"
+        | "stable_tolerance"
+        | "hit_drop_fraction"
+        | "max_miss_ratio"
+        | "max_miss_drift"
+        | "offload_ratio_max"
+        | "mirror_max_fraction"
+        | "reclaim_free_fraction" => fraction(rng),
+        "theta" => ParamValue::Float(rng.below(5) as f64 / 10.0),
+        "step" | "ratio_step" => ParamValue::Float([0.01, 0.1, 0.25, 0.5][rng.below(4) as usize]),
+        "latency_alpha" => ParamValue::Float([0.1, 0.5, 1.0][rng.below(3) as usize]),
+        "window_ms" | "stable_window_ms" => {
+            ParamValue::Float([0.05, 0.1, 1.0][rng.below(3) as usize])
+        }
+        "mirror_step_mb" => ParamValue::Float([0.004, 0.016, 1.0][rng.below(3) as usize]),
+        "clean_min_rewrite_distance" => ParamValue::Float(rng.below(4) as f64),
+        other => panic!("live parameter '{other}' has no random values here: add them"),
+    }
+}
+
 fn count(d: &Dispatcher) -> (f64, f64) {
     if d.policy().layout() == "tiers" {
         // Tiering keeps no per-block counters: count the performance
@@ -487,9 +594,24 @@ fn exercise_with(
     fail_per_mille: u64,
     kill: Option<u8>,
 ) -> ((f64, f64), Vec<(String, f64)>) {
+    exercise_full(policy, wm, seed, vol, fail_per_mille, kill, false)
+}
+
+/// [`exercise_with`], with random changes of the policy's live parameters
+/// (see [`World::change_live`]) when `live`; a restart builds the policy
+/// with the parameters running then.
+fn exercise_full(
+    policy: &str,
+    wm: &str,
+    seed: u64,
+    vol: &VolumeSpec,
+    fail_per_mille: u64,
+    kill: Option<u8>,
+    live: bool,
+) -> ((f64, f64), Vec<(String, f64)>) {
     let home = vol.home().unwrap();
-    let build = || build_policy(policy, &params(policy, wm), vol, seed).unwrap();
-    let mut d = Dispatcher::new(build(), home);
+    let build = |p: &Params| build_policy(policy, p, vol, seed).unwrap();
+    let mut d = Dispatcher::new(build(&params(policy, wm)), home);
     d.track_changes();
     let mut rng = Rng::new(seed * 31 + 7);
     let mut world = World {
@@ -513,6 +635,9 @@ fn exercise_with(
         dead: None,
         at_risk: HashSet::new(),
         at_risk_failed_reads: 0,
+        live: live.then(|| (policy.to_string(), params(policy, wm))),
+        live_changes: 0,
+        live_refused: 0,
     };
     let mut writes = HashMap::new();
     let mut most = (0.0f64, 0.0f64);
@@ -529,6 +654,9 @@ fn exercise_with(
             assert!(d.take_out_of_service(dev), "{policy}: device {dev} kept");
         }
         world.drive(&mut d, &mut rng, 1500, &mut writes);
+        if fail_per_mille == 0 && kill.is_none() {
+            world.check_drained(&mut d, &mut rng, &writes);
+        }
         let before = count(&d);
         most = (most.0.max(before.0), most.1.max(before.1));
         state = d
@@ -544,7 +672,8 @@ fn exercise_with(
             e.flags = 0;
             saved.set(b, e);
         }
-        d = Dispatcher::with_map(build(), saved)
+        let running = world.live.as_ref().map(|l| l.1.clone());
+        d = Dispatcher::with_map(build(&running.unwrap_or_else(|| params(policy, wm))), saved)
             .unwrap_or_else(|e| panic!("{policy} {wm}: restore failed: {e}"));
         d.track_changes();
         if let Some(dev) = world.dead {
@@ -560,6 +689,8 @@ fn exercise_with(
         );
     }
     state.push(("failure_points".into(), world.failure_points as f64));
+    state.push(("live_changes".into(), world.live_changes as f64));
+    state.push(("live_refused".into(), world.live_refused as f64));
     state.push((
         "at_risk_failed_reads".into(),
         world.at_risk_failed_reads as f64,
@@ -850,4 +981,30 @@ fn tica_survives_the_death_of_any_cache_device() {
             }
         }
     }
+}
+
+/// Every policy that can change parameters while running does so at
+/// random moments (write mode, dirty thresholds, controller settings),
+/// with and without failed operations: reads stay correct, the contract
+/// holds, a restart keeps the cache, and a cache left in a mode other than
+/// write-back drains its dirty blocks.
+#[test]
+fn live_parameter_changes_keep_every_read_correct() {
+    let mut changed = 0;
+    for reg in tiermux_core::REGISTRY {
+        let vol = volume_for(reg.name);
+        let probe = build_policy(reg.name, &params(reg.name, "wb"), &vol, 0).unwrap();
+        if probe.live_params().is_empty() {
+            continue;
+        }
+        for seed in 0..4u64 {
+            let fail = if seed % 2 == 0 { 0 } else { 30 };
+            let (_, state) = exercise_full(reg.name, "wb", 700 + seed, &vol, fail, None, true);
+            let get = |n: &str| state.iter().find(|(k, _)| k == n).unwrap().1;
+            assert!(get("live_changes") > 5.0, "{}: {state:?}", reg.name);
+            changed += 1;
+        }
+    }
+    // The cache family (classic, nhc, sib+, sib++, lbica) and MOST.
+    assert!(changed >= 6 * 4, "{changed}");
 }

@@ -70,6 +70,15 @@ impl Io<'_> {
         self.r.poll(fd, writable, FRONTEND_TOKEN_BASE + token);
     }
 
+    /// Changes the running policy's parameters (see
+    /// [`Volume::reconfigure`]).
+    pub fn reconfigure(
+        &mut self,
+        changes: &tiermux_core::Params,
+    ) -> Result<Vec<String>, crate::volume::ReconfigureError> {
+        self.vol.reconfigure(changes, self.r)
+    }
+
     /// The volume (size, counters, policy).
     pub fn volume(&self) -> &Volume {
         self.vol

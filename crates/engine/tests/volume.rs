@@ -713,3 +713,61 @@ fn memory_devices_holding_the_only_copy_of_writes_are_refused() {
         std::fs::remove_dir_all(d).ok();
     }
 }
+
+/// A live change is checked like a config file: a write-through cache in
+/// memory over a persistent home may not become write-back (it would hold
+/// the only copy of writes), a policy with no live parameters refuses any
+/// change, and a refused change leaves the running parameters as they were.
+#[test]
+fn live_changes_that_would_be_refused_at_open_are_refused() {
+    use tiermux_core::{ParamValue, Params};
+    let (shm, disk) = shm_and_disk("live-volatile");
+    let open = |caches: &[(&str, bool)], policy: &str| {
+        let mut cfg = mixed_config(&shm, &disk, caches, policy, "");
+        cfg.metadata_dir = disk.join("meta");
+        std::fs::remove_dir_all(&cfg.metadata_dir).ok();
+        let mut r = tiermux_engine::reactor::fallback::ThreadReactor::new(1).unwrap();
+        let v = tiermux_engine::Volume::open(&cfg, &mut r).unwrap();
+        (v, r)
+    };
+    let set = |name: &str, value: &str| Params::new().with(name, ParamValue::Str(value.into()));
+    let (mut v, mut r) = open(&[("fast", true)], "name = \"classic\"\nwrite_mode = \"wt\"");
+    let msg = v
+        .reconfigure(&set("write_mode", "wb"), &mut r)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("'fast'") && msg.contains("volatile_ok"),
+        "{msg}"
+    );
+    assert_eq!(
+        v.params()
+            .iter()
+            .find(|(k, _)| *k == "write_mode")
+            .unwrap()
+            .1,
+        &ParamValue::Str("wt".into())
+    );
+    // Write-around is as safe as write-through.
+    let changed = v.reconfigure(&set("write_mode", "wa"), &mut r).unwrap();
+    assert_eq!(changed, ["write_mode"]);
+    v.close(&mut r).unwrap();
+
+    let (mut v, mut r) = open(&[("dram", false), ("nvram", false)], "name = \"hibachi\"");
+    let msg = v
+        .reconfigure(
+            &Params::new().with("run_threshold", ParamValue::Int(4)),
+            &mut r,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("'run_threshold' cannot change while the volume runs")
+            && msg.contains("these can: none"),
+        "{msg}"
+    );
+    v.close(&mut r).unwrap();
+    for d in [&shm, &disk] {
+        std::fs::remove_dir_all(d).ok();
+    }
+}

@@ -7,9 +7,12 @@
 //! - [`handshakes`]: the bounded pool of threads that run handshakes;
 //! - [`server`]: the NBD server as the event loop's front end;
 //! - [`sock`]: client sockets, listeners and connection buffers;
+//! - [`metrics`]: the Prometheus endpoint; [`control`]: the control
+//!   socket (`tiermux ctl`);
 //! - [`resp`]: the Redis protocol; [`kv`]: the key-value server.
 #![warn(missing_docs)]
 
+pub mod control;
 pub mod fuzzing;
 pub mod handshakes;
 pub mod kv;

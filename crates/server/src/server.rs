@@ -128,6 +128,8 @@ pub struct Server {
     inbox: Arc<Mutex<Vec<Stream>>>,
     stats: ServerStats,
     live: Arc<Mutex<LiveStats>>,
+    /// Control calls (`tiermux ctl`) waiting for the loop.
+    control: crate::control::Inbox,
     /// Connections the handshake pool closed for want of room.
     handshakes_refused: Arc<std::sync::atomic::AtomicU64>,
 }
@@ -156,6 +158,7 @@ impl Server {
             inbox: Arc::new(Mutex::new(Vec::new())),
             stats: ServerStats::default(),
             live: Arc::new(Mutex::new(LiveStats::default())),
+            control: Default::default(),
             handshakes_refused: Default::default(),
         }
     }
@@ -186,6 +189,25 @@ impl Server {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v)),
         );
+    }
+
+    /// Listens for control commands (`tiermux ctl`) on the Unix socket
+    /// `path`; [`Server::run`] carries them out. Call after
+    /// [`Server::bind`].
+    pub fn start_control(
+        &self,
+        path: &std::path::Path,
+        info: crate::metrics::VolumeInfo,
+    ) -> io::Result<crate::control::ControlEndpoint> {
+        let waker = self.shutdown.waker.lock().expect("waker").clone();
+        let waker = waker.ok_or_else(|| io::Error::other("the server is not bound yet"))?;
+        crate::control::ControlEndpoint::start(
+            path,
+            self.control.clone(),
+            waker,
+            self.live.clone(),
+            info,
+        )
     }
 
     /// Binds the socket (removing a stale Unix socket file) and starts the
@@ -283,6 +305,7 @@ impl Frontend for Connections<'_> {
     }
 
     fn on_wake(&mut self, io: &mut Io<'_>) {
+        crate::control::serve_calls(&self.server.control, io);
         let new: Vec<Stream> = std::mem::take(&mut *self.server.inbox.lock().expect("inbox"));
         for s in new {
             if !self.stopping {

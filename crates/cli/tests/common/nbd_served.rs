@@ -229,3 +229,17 @@ pub fn run(cmd: &mut Command) -> String {
     assert!(out.status.success(), "{cmd:?} failed: {text}");
     text
 }
+
+/// The value of the sample that starts with `name` (with its labels) in
+/// a metrics text.
+pub fn value(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+}
+
+/// [`value`], which must be there.
+pub fn must(metrics: &str, name: &str) -> f64 {
+    value(metrics, name).unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+}

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 
 use crate::map::{BlockMap, Entry, PlacementMap};
 use crate::observe::Observation;
-use crate::policy::{Ctx, LockView, Policy, TickCtx};
+use crate::policy::{Ctx, LockView, Policy, PolicyError, TickCtx};
 use crate::safe::Failures;
 
 mod repair;
@@ -455,6 +455,15 @@ impl Dispatcher {
     pub fn tick(&mut self, obs: &Observation) {
         self.run_controller(|policy, ctx| policy.on_tick(obs, ctx));
         self.pump();
+    }
+
+    /// Hands the policy a changed parameter table (see
+    /// [`Policy::reconfigure`]) and queues the jobs it asks for.
+    pub fn reconfigure(&mut self, params: &crate::params::Params) -> Result<(), PolicyError> {
+        let mut result = Ok(());
+        self.run_controller(|policy, ctx| result = policy.reconfigure(params, ctx));
+        self.pump();
+        result
     }
 
     /// Runs `f` on the policy with a controller's context (the map, the

@@ -180,7 +180,28 @@ pub struct CacheCore {
     /// A flush failed: no more are queued until the next write or tick, so
     /// a failing device is not retried in a tight loop.
     flush_paused: bool,
+    /// While draining (dirty blocks left in a mode other than write-back):
+    /// blocks still to flush, popped from the end, refilled by a scan of
+    /// the whole cache once the previous batch has finished.
+    drain_queue: Vec<u64>,
 }
+
+/// How often a cache that drains dirty blocks wants a tick when its
+/// scheduler asks for none, ns: flushes that could not be queued (their
+/// block was busy) are tried again this often.
+pub const DRAIN_TICK_NS: u64 = 50_000_000;
+
+/// The caching parameters a running volume can change (see
+/// [`crate::Policy::live_params`]); the slot count and the replacement
+/// algorithm need a restart.
+pub const CACHE_LIVE_PARAMS: &[&str] = &[
+    "write_mode",
+    "dirty_high_ratio",
+    "dirty_low_ratio",
+    "flush_max_inflight",
+    "fill",
+    "wa_write_hit",
+];
 
 impl CacheCore {
     /// An empty cache.
@@ -196,7 +217,33 @@ impl CacheCore {
             scan: Vec::new(),
             in_service: true,
             flush_paused: false,
+            drain_queue: Vec::new(),
         }
+    }
+
+    /// Applies changed settings on a running volume. The slot count and
+    /// the replacement algorithm must not change. Leaving write-back with
+    /// dirty blocks starts draining them: every dirty block is flushed,
+    /// whatever the watermarks, while new writes follow the new mode.
+    pub fn set_config(&mut self, cfg: CacheConfig, ctx: &mut TickCtx<'_>) {
+        assert_eq!(
+            cfg.capacity_blocks, self.cfg.capacity_blocks,
+            "a running cache keeps its slot count"
+        );
+        assert_eq!(
+            cfg.replacement, self.cfg.replacement,
+            "a running cache keeps its replacement algorithm"
+        );
+        self.cfg = cfg;
+        self.drain_queue.clear();
+        self.flushing = false;
+        self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
+    }
+
+    /// True while dirty blocks are left in a mode other than write-back:
+    /// they are being flushed.
+    pub fn draining(&self) -> bool {
+        self.cfg.write_mode != WriteMode::Back && self.dirty_blocks > 0
     }
 
     /// Address space per device: the cache's slots, the whole volume on
@@ -347,6 +394,9 @@ impl CacheCore {
             WriteMode::Through => {
                 let slot = if hit {
                     self.repl.on_hit(e.loc(cache));
+                    // Both copies get the new data (a block left dirty by
+                    // write-back is clean after this write).
+                    self.mark_clean(block, ctx.map);
                     Some(e.loc(cache))
                 } else if allocate_miss {
                     self.admit(block, ctx.map, ctx.locks, ctx.jobs)
@@ -362,6 +412,7 @@ impl CacheCore {
                 if hit {
                     if self.cfg.around_hit_updates {
                         self.repl.on_hit(e.loc(cache));
+                        self.mark_clean(block, ctx.map);
                         ctx.plan.client(cache, Op::Write, e.loc(cache) as u64);
                     } else {
                         self.invalidate(block, ctx.map);
@@ -387,10 +438,12 @@ impl CacheCore {
                         ctx.plan.client(backing, Op::Write, block);
                     }
                 }
-                self.flush_paused = false;
-                self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
             }
         }
+        // Write-back flushes above its watermark; other modes drain what
+        // write-back left dirty.
+        self.flush_paused = false;
+        self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
         outcome
     }
 
@@ -410,6 +463,16 @@ impl CacheCore {
         if en.dirty & (1 << cache) == 0 {
             en.dirty |= 1 << cache;
             self.dirty_blocks += 1;
+        }
+    }
+
+    /// Marks the cached copy of `block` as current at home too (the plan
+    /// writes both copies).
+    fn mark_clean(&mut self, block: u64, map: &mut PlacementMap) {
+        let cache = self.pair.cache;
+        if map.get(block).dirty_on(cache) {
+            map.entry_mut(block).dirty &= !(1 << cache);
+            self.uncount_dirty();
         }
     }
 
@@ -483,7 +546,11 @@ impl CacheCore {
         // A cache out of service is not read to flush: its dirty blocks
         // stay at risk until overwritten (or until a restart finds the
         // device working).
-        if self.cfg.write_mode != WriteMode::Back || !self.in_service || self.flush_paused {
+        if !self.in_service || self.flush_paused {
+            return;
+        }
+        if self.cfg.write_mode != WriteMode::Back {
+            self.schedule_drain(map, locks, jobs);
             return;
         }
         let cap = self.cfg.capacity_blocks as f64;
@@ -501,20 +568,66 @@ impl CacheCore {
         self.scan.clear();
         let want = (self.cfg.flush_max_inflight - self.flushes_queued) as usize;
         self.repl.coldest(want * 8 + 16, &mut self.scan);
-        for &slot in &self.scan {
+        for i in 0..self.scan.len() {
             if self.flushes_queued >= self.cfg.flush_max_inflight {
                 break;
             }
-            let b = self.repl.block_at(slot);
-            let e = map.get(b);
-            if e.dirty_on(self.pair.cache)
-                && e.flags & FLAG_FLUSH_QUEUED == 0
-                && !locks.is_locked(b)
-            {
-                map.entry_mut(b).flags |= FLAG_FLUSH_QUEUED;
-                self.flushes_queued += 1;
-                jobs.push(Job::one(b, JOB_FLUSH));
-            }
+            let b = self.repl.block_at(self.scan[i]);
+            self.queue_flush(b, map, locks, jobs);
+        }
+    }
+
+    /// Queues flushes of every dirty block, at most `flush_max_inflight`
+    /// at once (a mode other than write-back with dirty blocks left).
+    fn schedule_drain(
+        &mut self,
+        map: &mut PlacementMap,
+        locks: &dyn LockView,
+        jobs: &mut Vec<Job>,
+    ) {
+        if self.dirty_blocks == 0 {
+            self.drain_queue.clear();
+            return;
+        }
+        if self.drain_queue.is_empty() && self.flushes_queued == 0 {
+            // Blocks busy at the last scan are found by this one.
+            let cache = self.pair.cache;
+            self.scan.clear();
+            self.repl.coldest(self.repl.len(), &mut self.scan);
+            let repl = &self.repl;
+            self.drain_queue.extend(
+                self.scan
+                    .iter()
+                    .rev()
+                    .map(|&slot| repl.block_at(slot))
+                    .filter(|&b| map.get(b).dirty_on(cache)),
+            );
+        }
+        while self.flushes_queued < self.cfg.flush_max_inflight {
+            let Some(b) = self.drain_queue.pop() else {
+                break;
+            };
+            self.queue_flush(b, map, locks, jobs);
+        }
+    }
+
+    /// Queues a flush of `block` if it is dirty, not queued already and
+    /// not busy.
+    fn queue_flush(
+        &mut self,
+        block: u64,
+        map: &mut PlacementMap,
+        locks: &dyn LockView,
+        jobs: &mut Vec<Job>,
+    ) {
+        let e = map.get(block);
+        if e.dirty_on(self.pair.cache)
+            && e.flags & FLAG_FLUSH_QUEUED == 0
+            && !locks.is_locked(block)
+        {
+            map.entry_mut(block).flags |= FLAG_FLUSH_QUEUED;
+            self.flushes_queued += 1;
+            jobs.push(Job::one(block, JOB_FLUSH));
         }
     }
 
@@ -635,13 +748,23 @@ pub trait Scheduler: Send {
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
         let _ = out;
     }
+    /// The scheduler's parameters a running volume can change.
+    fn live_params(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Re-reads the parameters of [`Scheduler::live_params`] from a whole
+    /// table that has passed the config file's checks.
+    fn reconfigure(&mut self, p: &Params) -> Result<(), PolicyError> {
+        let _ = p;
+        Ok(())
+    }
 }
 
 /// A caching policy: a [`CacheCore`] driven by a [`Scheduler`].
 pub struct CachePolicy<S> {
     core: CacheCore,
     sched: S,
-    vol_blocks: u64,
+    vol: VolumeSpec,
 }
 
 impl<S: Scheduler> CachePolicy<S> {
@@ -651,7 +774,7 @@ impl<S: Scheduler> CachePolicy<S> {
         Ok(CachePolicy {
             core: CacheCore::new(CacheConfig::from_params(p, vol, pair, sched.name())?, pair),
             sched,
-            vol_blocks: vol.num_blocks,
+            vol: vol.clone(),
         })
     }
 }
@@ -661,7 +784,7 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
         self.sched.name()
     }
     fn address_space(&self, device: usize) -> u64 {
-        self.core.address_space(device, self.vol_blocks)
+        self.core.address_space(device, self.vol.num_blocks)
     }
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
         match access.op {
@@ -688,7 +811,19 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
         }
     }
     fn tick_interval_ns(&self) -> Option<u64> {
-        self.sched.tick_interval_ns()
+        let drain = self.core.draining().then_some(DRAIN_TICK_NS);
+        self.sched.tick_interval_ns().or(drain)
+    }
+    fn live_params(&self) -> Vec<&'static str> {
+        let mut names = CACHE_LIVE_PARAMS.to_vec();
+        names.extend_from_slice(self.sched.live_params());
+        names
+    }
+    fn reconfigure(&mut self, p: &Params, ctx: &mut TickCtx<'_>) -> Result<(), PolicyError> {
+        let cfg = CacheConfig::from_params(p, &self.vol, self.core.pair, self.sched.name())?;
+        self.sched.reconfigure(p)?;
+        self.core.set_config(cfg, ctx);
+        Ok(())
     }
     fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
         self.sched.on_tick(obs, self.core.pair);

@@ -46,38 +46,74 @@ pub const REGISTERED: Registered = Registered {
 };
 
 fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, PolicyError> {
-    let e = param_err("most");
     let t = Tiered::build("most", p, vol, seed)?;
-    let theta = p.f64_in("theta", 0.05, 0.0, 0.99).map_err(&e)?;
-    let ratio_step = p.f64_in("ratio_step", 0.02, 0.001, 1.0).map_err(&e)?;
-    let ratio_max = p.f64_in("offload_ratio_max", 1.0, 0.0, 1.0).map_err(&e)?;
-    let alpha = p.f64_in("latency_alpha", 0.25, 0.001, 1.0).map_err(&e)?;
-    let mirror_max_fraction = p.f64_in("mirror_max_fraction", 0.2, 0.0, 1.0).map_err(&e)?;
-    let mirror_step_mb = p.f64_in("mirror_step_mb", 200.0, 0.001, 1e9).map_err(&e)?;
-    let reclaim = p
-        .f64_in("reclaim_free_fraction", 0.025, 0.0, 1.0)
-        .map_err(&e)?;
-    let clean_min = p
-        .f64_in("clean_min_rewrite_distance", 8.0, 0.0, 1e9)
-        .map_err(&e)?;
-    let cleaning = p
-        .choice("cleaning", "selective", &["selective", "all", "off"])
-        .map_err(&e)?;
-    let segment_bytes = t.tiers.segment_blocks() as f64 * vol.block_size as f64;
-    let segments = t.tiers.segments() as f64;
-    Ok(Box::new(Most {
-        latency: LatencySignals::new(vol.devices.len(), alpha),
-        controller: OffloadController::new(ratio_step, theta, ratio_max),
-        mirror_max_segments: (mirror_max_fraction * segments).floor() as u32,
-        mirror_step_segments: ((mirror_step_mb * 1e6 / segment_bytes).ceil() as u32).max(1),
-        reclaim_below_segments: (reclaim * segments).ceil() as u64,
-        clean_min_rewrite_distance: match cleaning.as_str() {
-            "off" => None,
-            "all" => Some(0.0),
-            _ => Some(clean_min),
-        },
+    let s = MostSettings::from_params(p)?;
+    let mut most = Most {
+        latency: LatencySignals::new(vol.devices.len(), s.latency_alpha),
+        controller: OffloadController::new(s.ratio_step, s.theta, s.offload_ratio_max),
+        segment_bytes: t.tiers.segment_blocks() as f64 * vol.block_size as f64,
+        mirror_max_segments: 0,
+        mirror_step_segments: 0,
+        reclaim_below_segments: 0,
+        clean_min_rewrite_distance: None,
         t,
-    }))
+    };
+    most.apply(&s);
+    Ok(Box::new(most))
+}
+
+/// MOST's own parameters (beside the tiering ones of [`Tiered`]); a
+/// running volume can change every one of them.
+struct MostSettings {
+    theta: f64,
+    ratio_step: f64,
+    offload_ratio_max: f64,
+    latency_alpha: f64,
+    mirror_max_fraction: f64,
+    mirror_step_mb: f64,
+    reclaim_free_fraction: f64,
+    clean_min_rewrite_distance: Option<f64>,
+}
+
+/// The names [`MostSettings`] reads.
+const MOST_LIVE_PARAMS: &[&str] = &[
+    "theta",
+    "ratio_step",
+    "offload_ratio_max",
+    "latency_alpha",
+    "mirror_max_fraction",
+    "mirror_step_mb",
+    "reclaim_free_fraction",
+    "clean_min_rewrite_distance",
+    "cleaning",
+];
+
+impl MostSettings {
+    fn from_params(p: &Params) -> Result<MostSettings, PolicyError> {
+        let e = param_err("most");
+        let clean_min = p
+            .f64_in("clean_min_rewrite_distance", 8.0, 0.0, 1e9)
+            .map_err(&e)?;
+        let cleaning = p
+            .choice("cleaning", "selective", &["selective", "all", "off"])
+            .map_err(&e)?;
+        Ok(MostSettings {
+            theta: p.f64_in("theta", 0.05, 0.0, 0.99).map_err(&e)?,
+            ratio_step: p.f64_in("ratio_step", 0.02, 0.001, 1.0).map_err(&e)?,
+            offload_ratio_max: p.f64_in("offload_ratio_max", 1.0, 0.0, 1.0).map_err(&e)?,
+            latency_alpha: p.f64_in("latency_alpha", 0.25, 0.001, 1.0).map_err(&e)?,
+            mirror_max_fraction: p.f64_in("mirror_max_fraction", 0.2, 0.0, 1.0).map_err(&e)?,
+            mirror_step_mb: p.f64_in("mirror_step_mb", 200.0, 0.001, 1e9).map_err(&e)?,
+            reclaim_free_fraction: p
+                .f64_in("reclaim_free_fraction", 0.025, 0.0, 1.0)
+                .map_err(&e)?,
+            clean_min_rewrite_distance: match cleaning.as_str() {
+                "off" => None,
+                "all" => Some(0.0),
+                _ => Some(clean_min),
+            },
+        })
+    }
 }
 
 /// The MOST policy.
@@ -85,6 +121,7 @@ pub struct Most {
     t: Tiered,
     latency: LatencySignals,
     controller: OffloadController,
+    segment_bytes: f64,
     mirror_max_segments: u32,
     mirror_step_segments: u32,
     reclaim_below_segments: u64,
@@ -92,6 +129,22 @@ pub struct Most {
 }
 
 impl Most {
+    /// Takes on `s`. The offload ratio stays where the controller has
+    /// brought it, as near as the new step allows (within the new
+    /// maximum); a mirrored class above a smaller maximum stops growing
+    /// and shrinks only as reclaiming and swapping take segments out.
+    fn apply(&mut self, s: &MostSettings) {
+        let segments = self.t.tiers.segments() as f64;
+        self.latency.set_alpha(s.latency_alpha);
+        self.controller
+            .retune(s.ratio_step, s.theta, s.offload_ratio_max);
+        self.mirror_max_segments = (s.mirror_max_fraction * segments).floor() as u32;
+        self.mirror_step_segments =
+            ((s.mirror_step_mb * 1e6 / self.segment_bytes).ceil() as u32).max(1);
+        self.reclaim_below_segments = (s.reclaim_free_fraction * segments).ceil() as u64;
+        self.clean_min_rewrite_distance = s.clean_min_rewrite_distance;
+    }
+
     /// True when this access goes to the capacity copy (or allocates
     /// there), with probability `offloadRatio`.
     fn offload(&mut self) -> bool {
@@ -222,6 +275,14 @@ impl Policy for Most {
         t.migrator
             .tier(&mut t.tiers, &t.heat, allowed, obs.now_ns, ctx.jobs);
         self.clean(ctx.jobs);
+    }
+    fn live_params(&self) -> Vec<&'static str> {
+        MOST_LIVE_PARAMS.to_vec()
+    }
+    fn reconfigure(&mut self, p: &Params, _ctx: &mut TickCtx<'_>) -> Result<(), PolicyError> {
+        let s = MostSettings::from_params(p)?;
+        self.apply(&s);
+        Ok(())
     }
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         let mut v = vec![("offload_ratio", self.controller.offload_ratio())];

@@ -59,6 +59,22 @@ pub enum Target {
     TailLatency,
 }
 
+/// The scheduler's parameters a running volume can change: all of them.
+pub const NHC_LIVE_PARAMS: &[&str] = &[
+    "step",
+    "window_ms",
+    "stable_window_ms",
+    "stable_tolerance",
+    "noise_aware",
+    "hit_drop_fraction",
+    "max_miss_ratio",
+    "max_miss_drift",
+    "min_window_ops",
+    "rounds_at_one",
+    "always_admit",
+    "target",
+];
+
 /// The tunable settings of the scheduler.
 #[derive(Clone, Debug)]
 pub struct NhcConfig {
@@ -392,6 +408,22 @@ impl Scheduler for Nhc {
         } else {
             self.state1_tick(obs);
         }
+    }
+    fn live_params(&self) -> &'static [&'static str] {
+        NHC_LIVE_PARAMS
+    }
+    fn reconfigure(&mut self, p: &Params) -> Result<(), PolicyError> {
+        let cfg = NhcConfig::from_params(p, "nhc")?;
+        let new_target = cfg.target != self.cfg.target;
+        self.cfg = cfg;
+        // Values measured for another metric cannot be compared with the
+        // new one's: the search starts again. Other changes apply from the
+        // next window.
+        if new_target {
+            self.restarts += 1;
+            self.enter_state1();
+        }
+        Ok(())
     }
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
         out.extend([

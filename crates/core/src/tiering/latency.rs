@@ -112,6 +112,16 @@ impl LatencySignals {
         }
     }
 
+    /// Changes the weight of later intervals (the smoothed values so far
+    /// are kept).
+    pub fn set_alpha(&mut self, alpha: f64) {
+        assert!(
+            alpha > 0.0 && alpha <= 1.0,
+            "an EWMA weight must be in (0, 1], got {alpha}"
+        );
+        self.alpha = alpha;
+    }
+
     /// Folds in one interval's observation (intervals of zero length are
     /// skipped).
     pub fn observe(&mut self, obs: &Observation) {

@@ -92,6 +92,14 @@ impl OffloadController {
         }
     }
 
+    /// Takes on new settings while running: the ratio stays the nearest
+    /// whole number of new steps to where it was, at most the new maximum.
+    pub fn retune(&mut self, ratio_step: f64, theta: f64, ratio_max: f64) {
+        let ratio = self.offload_ratio();
+        *self = OffloadController::new(ratio_step, theta, ratio_max);
+        self.steps = ((ratio / ratio_step).round() as u32).min(self.max_steps);
+    }
+
     /// The current offload ratio.
     pub fn offload_ratio(&self) -> f64 {
         self.steps as f64 * self.ratio_step
@@ -142,6 +150,30 @@ impl Default for OffloadController {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retuning_keeps_the_ratio_to_the_nearest_new_step_within_the_new_maximum() {
+        let mut c = OffloadController::new(0.1, 0.05, 1.0);
+        for _ in 0..4 {
+            c.tune(200.0, 100.0, false);
+        }
+        assert!((c.offload_ratio() - 0.4).abs() < 1e-12);
+        c.retune(0.25, 0.05, 1.0);
+        assert!(
+            (c.offload_ratio() - 0.5).abs() < 1e-12,
+            "{}",
+            c.offload_ratio()
+        );
+        c.retune(0.25, 0.05, 0.3);
+        assert!(
+            (c.offload_ratio() - 0.25).abs() < 1e-12,
+            "{}",
+            c.offload_ratio()
+        );
+        // At the new maximum the next overload grows the mirror instead.
+        let d = c.tune(200.0, 100.0, false);
+        assert_eq!((d.offload_ratio, d.mirror), (0.25, MirrorChange::Enlarge));
+    }
 
     #[test]
     fn an_overloaded_performance_device_raises_the_ratio_step_by_step() {

@@ -32,11 +32,13 @@ mod durable;
 mod health;
 mod marks;
 mod open;
+mod reconfigure;
 mod request;
 
 use bufpool::BufPool;
 pub use health::OUT_OF_SERVICE_AFTER_ERRORS;
 pub use open::OpenError;
+pub use reconfigure::ReconfigureError;
 use request::{client_tag, split_tag, Phase, Req};
 pub use request::{Done, Request};
 
@@ -530,6 +532,7 @@ impl Volume {
         self.dispatcher.tick(self.obs.finish(now));
         self.obs.reset();
         self.next_tick_ns = Some(now.max(due) + interval);
+        self.refresh_tick_interval(now);
         self.drain(r);
     }
 

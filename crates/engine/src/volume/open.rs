@@ -149,7 +149,7 @@ fn open_devices(cfg: &VolumeConfig) -> Result<Vec<Device>, OpenError> {
 }
 
 /// The volume's shape as policies see it.
-fn volume_spec(cfg: &VolumeConfig) -> VolumeSpec {
+pub(super) fn volume_spec(cfg: &VolumeConfig) -> VolumeSpec {
     let bs = cfg.block_size as u64;
     VolumeSpec {
         num_blocks: cfg.size_bytes / bs,
@@ -173,7 +173,7 @@ fn volume_spec(cfg: &VolumeConfig) -> VolumeSpec {
 /// those writes, which a persistent home suggests the user does not
 /// expect. `volatile_ok` accepts the risk. A volume wholly in memory is
 /// taken to be meant as such.
-fn check_volatile(
+pub(super) fn check_volatile(
     cfg: &VolumeConfig,
     devices: &[Device],
     home: u8,

@@ -12,6 +12,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod figures;
 mod kv_bench;
 mod kv_cmd;
 mod profiles;
@@ -67,6 +68,9 @@ enum Cmd {
         /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Also write each figure as PNG beside its SVG.
+        #[arg(long)]
+        png: bool,
     },
     /// One self-contained HTML page from result directories of `sim`: each
     /// experiment's rows from the papers beside ours, figures and runs.
@@ -212,7 +216,12 @@ fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Demo { out, threads } => demo(out.as_deref(), threads),
-        Cmd::Sim { file, out, threads } => sim(&file, out, threads),
+        Cmd::Sim {
+            file,
+            out,
+            threads,
+            png,
+        } => sim(&file, out, threads, png),
         Cmd::Report { dirs, out, title } => report_cmd::run(&dirs, &out, &title),
         Cmd::Replay {
             trace,
@@ -358,7 +367,7 @@ fn write_results(
     Ok(table)
 }
 
-fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
+fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>, png: bool) -> Result<()> {
     let exp = Experiment::load(file)?;
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(&exp.name));
     let configs: Vec<SimConfig> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
@@ -382,11 +391,9 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>) -> Result<()> {
             tiermux_report::PlotData::Runs => &table,
             tiermux_report::PlotData::Timeseries => &series,
         };
-        let svg = tiermux_report::render(plot, data)
-            .with_context(|| format!("{}: drawing plot '{}'", file.display(), plot.name))?;
-        let path = out.join(format!("{}.svg", plot.name));
-        std::fs::write(&path, svg)?;
-        figures.push(path.display().to_string());
+        for path in figures::write_figure(file, &out, plot, data, png)? {
+            figures.push(path.display().to_string());
+        }
     }
     outln!(
         "{}: {} runs in {:.1} s -> {}",

@@ -66,6 +66,9 @@ pub enum TraceCmd {
         /// Only check the file (keys, policies, plots) and exit.
         #[arg(long)]
         check: bool,
+        /// Also write each figure as PNG beside its SVG.
+        #[arg(long)]
+        png: bool,
     },
 }
 
@@ -120,11 +123,12 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             out,
             threads,
             check,
+            png,
         } => {
             if check {
                 crate::trace_sweep::check(&file)?
             } else {
-                crate::trace_sweep::run(&file, out, crate::threads(threads))?
+                crate::trace_sweep::run(&file, out, crate::threads(threads), png)?
             }
         }
         TraceCmd::Info { trace, read } => {

@@ -242,8 +242,9 @@ pub fn check(file: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs a sweep file, writing `results.csv` and its figures under `out`.
-pub fn run(file: &Path, out: Option<PathBuf>, threads: usize) -> Result<()> {
+/// Runs a sweep file, writing `results.csv` and its figures under `out`
+/// (PNG copies too when `png`).
+pub fn run(file: &Path, out: Option<PathBuf>, threads: usize, png: bool) -> Result<()> {
     let sweep = TraceSweep::load(file)?;
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(&sweep.name));
     std::fs::create_dir_all(&out).with_context(|| format!("{}: cannot create", out.display()))?;
@@ -308,11 +309,9 @@ pub fn run(file: &Path, out: Option<PathBuf>, threads: usize) -> Result<()> {
         out.join("results.csv").display()
     );
     for plot in &sweep.plots {
-        let svg = tiermux_report::render(plot, &table)
-            .with_context(|| format!("{}: drawing plot '{}'", file.display(), plot.name))?;
-        let path = out.join(format!("{}.svg", plot.name));
-        std::fs::write(&path, svg)?;
-        outln!("  figure {}", path.display());
+        for path in crate::figures::write_figure(file, &out, plot, &table, png)? {
+            outln!("  figure {}", path.display());
+        }
     }
     Ok(())
 }

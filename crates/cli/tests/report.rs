@@ -74,11 +74,22 @@ fn sim_computes_the_paper_rows_and_report_gathers_figures_and_rows() {
         file.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
+        "--png",
     ]);
     assert!(
         printed.contains("Orthus Figure 9: NHC / classic throughput: paper 1.46"),
         "{printed}"
     );
+    // With --png each figure is also a PNG, at twice the SVG's size.
+    let png = std::fs::read(out.join("throughput.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let svg_width: u32 = {
+        let svg = std::fs::read_to_string(out.join("throughput.svg")).unwrap();
+        let w = svg.split("width=\"").nth(1).unwrap();
+        w[..w.find('"').unwrap()].parse().unwrap()
+    };
+    let png_width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    assert_eq!(png_width, 2 * svg_width);
 
     // Ours is computed from the run table: NHC's throughput over classic's.
     let runs = read(&out.join("results.csv"));

@@ -3,12 +3,14 @@
 //! A [`Table`] holds one row per run (or per time-series sample) as named
 //! text columns, the same columns a `results.csv` has. A [`PlotSpec`],
 //! written in an experiment file, says which columns make a figure; [`render`]
-//! turns a table and a spec into a self-contained SVG file. A [`PaperSpec`]
+//! turns a table and a spec into a self-contained SVG file, and
+//! [`png_from_svg`] rasterizes one. A [`PaperSpec`]
 //! puts a published value beside ours, and [`page`] gathers the results of
 //! several experiments into one HTML page.
 
 mod html;
 mod paper;
+mod png;
 mod svg;
 
 use std::collections::BTreeMap;
@@ -17,6 +19,7 @@ use serde::Deserialize;
 
 pub use html::{page, Section};
 pub use paper::{paper_table, PaperRow, PaperSpec};
+pub use png::{png_from_svg, PngError};
 pub use svg::render;
 
 /// Rows of named columns.
@@ -264,17 +267,22 @@ impl PlotSpec {
     }
 }
 
-/// One series of points, for rendering.
+/// One series of a figure: its label and its (x, y) points, x as the
+/// table writes it, y scaled and divided as the spec says.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Series {
+pub struct Series {
+    /// The series' label (the values of the spec's `series` columns).
     pub label: String,
+    /// The points in table order.
     pub points: Vec<(String, f64)>,
 }
 
-/// One panel of series.
+/// One panel of a figure: its label and its series.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Panel {
+pub struct Panel {
+    /// The panel's label (the values of the spec's `panels` columns).
     pub label: String,
+    /// The series, in order of first appearance.
     pub series: Vec<Series>,
 }
 
@@ -305,8 +313,10 @@ fn short(name: &str) -> &str {
     name.rsplit('.').next().unwrap_or(name)
 }
 
-/// Groups a table's rows into panels and series as `spec` says.
-pub(crate) fn arrange(spec: &PlotSpec, table: &Table) -> Result<Vec<Panel>, PlotError> {
+/// Groups a table's rows into the panels and series a figure of `spec`
+/// shows (filtered, divided by the ratio's reference rows, scaled): the
+/// data of [`render`], for other renderers.
+pub fn arrange(spec: &PlotSpec, table: &Table) -> Result<Vec<Panel>, PlotError> {
     spec.check_columns(&table.columns)?;
     let col = |c: &str| table.column(c).expect("checked");
     let (xi, yi) = (col(&spec.x), col(&spec.y));

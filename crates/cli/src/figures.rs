@@ -9,18 +9,34 @@ use tiermux_report::{PlotSpec, Table};
 /// Pixels per SVG unit of the PNG copies.
 const PNG_SCALE: f32 = 2.0;
 
+/// How to write an experiment's figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FigureOptions {
+    /// Also write PNG copies.
+    pub png: bool,
+    /// Runs were cut short (a quick check): a figure with no rows to draw
+    /// says so instead of failing the command.
+    pub cut_short: bool,
+}
+
 /// Draws `plot` from `data` into `out/NAME.svg` (and `out/NAME.png` when
-/// `png`); returns the files written. Errors name the experiment `file`
+/// asked); returns the files written. Errors name the experiment `file`
 /// and the plot.
 pub fn write_figure(
     file: &Path,
     out: &Path,
     plot: &PlotSpec,
     data: &Table,
-    png: bool,
+    opts: FigureOptions,
 ) -> Result<Vec<PathBuf>> {
     let what = || format!("{}: drawing plot '{}'", file.display(), plot.name);
-    let svg = tiermux_report::render(plot, data).with_context(what)?;
+    let svg = match tiermux_report::render(plot, data) {
+        Err(e) if opts.cut_short && e.is_empty_selection() => {
+            tiermux_report::render_note(plot, "nothing to draw: the runs were cut short")
+        }
+        other => other.with_context(what)?,
+    };
+    let png = opts.png;
     let mut written = vec![out.join(format!("{}.svg", plot.name))];
     if png {
         let bytes = tiermux_report::png_from_svg(&svg, PNG_SCALE).with_context(what)?;

@@ -71,6 +71,15 @@ enum Cmd {
         /// Also write each figure as PNG beside its SVG.
         #[arg(long)]
         png: bool,
+        /// Cut every run to at most this many simulated seconds (warm-up
+        /// cut alike): checks that a file runs and draws in seconds; the
+        /// numbers mean little.
+        #[arg(long, value_name = "SECONDS")]
+        max_duration_s: Option<f64>,
+        /// Cut every key-value run's keys to at most this many (with
+        /// --max-duration-s, a quick check of a file).
+        #[arg(long, value_name = "N")]
+        max_keys: Option<u64>,
     },
     /// One self-contained HTML page from result directories of `sim`: each
     /// experiment's rows from the papers beside ours, figures and runs.
@@ -221,7 +230,18 @@ fn main() {
             out,
             threads,
             png,
-        } => sim(&file, out, threads, png),
+            max_duration_s,
+            max_keys,
+        } => sim(
+            &file,
+            SimOptions {
+                out,
+                threads,
+                png,
+                max_duration_s,
+                max_keys,
+            },
+        ),
         Cmd::Report { dirs, out, title } => report_cmd::run(&dirs, &out, &title),
         Cmd::Replay {
             trace,
@@ -367,8 +387,40 @@ fn write_results(
     Ok(table)
 }
 
-fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>, png: bool) -> Result<()> {
-    let exp = Experiment::load(file)?;
+/// What `tiermux sim` adds to an experiment file.
+struct SimOptions {
+    out: Option<PathBuf>,
+    threads: Option<usize>,
+    png: bool,
+    max_duration_s: Option<f64>,
+    max_keys: Option<u64>,
+}
+
+fn sim(file: &Path, opts: SimOptions) -> Result<()> {
+    let SimOptions {
+        out,
+        threads: t,
+        png,
+        max_duration_s,
+        max_keys,
+    } = opts;
+    let mut exp = Experiment::load(file)?;
+    if let Some(cap) = max_duration_s {
+        anyhow::ensure!(
+            cap > 0.0 && cap.is_finite(),
+            "--max-duration-s must be a positive number of seconds, got {cap}"
+        );
+        for (_, cfg) in &mut exp.runs {
+            cut_run(cfg, cap);
+        }
+    }
+    if let Some(n) = max_keys {
+        anyhow::ensure!(n >= 1, "--max-keys must be at least 1");
+        for (_, cfg) in exp.runs.iter_mut().filter(|(_, c)| c.kv.is_some()) {
+            let keys = &mut cfg.workload.working_set_blocks;
+            *keys = keys.map(|k| k.min(n));
+        }
+    }
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(&exp.name));
     let configs: Vec<SimConfig> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
     let pb = progress_bar(configs.len());
@@ -391,7 +443,11 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>, png: bool) -> Result
             tiermux_report::PlotData::Runs => &table,
             tiermux_report::PlotData::Timeseries => &series,
         };
-        for path in figures::write_figure(file, &out, plot, data, png)? {
+        let opts = figures::FigureOptions {
+            png,
+            cut_short: max_duration_s.is_some() || max_keys.is_some(),
+        };
+        for path in figures::write_figure(file, &out, plot, data, opts)? {
             figures.push(path.display().to_string());
         }
     }
@@ -406,6 +462,16 @@ fn sim(file: &Path, out: Option<PathBuf>, t: Option<usize>, png: bool) -> Result
         outln!("  figure {f}");
     }
     write_paper_rows(file, &exp, &table, &out)
+}
+
+/// Cuts a run to at most `cap_s` simulated seconds, its warm-up in
+/// proportion, sampling at least ten times.
+fn cut_run(cfg: &mut SimConfig, cap_s: f64) {
+    if cfg.duration_s > cap_s {
+        cfg.warmup_s *= cap_s / cfg.duration_s;
+        cfg.duration_s = cap_s;
+    }
+    cfg.sample_interval_ms = cfg.sample_interval_ms.min(cfg.duration_s * 100.0);
 }
 
 /// Evaluates the experiment's `[[paper]]` rows on its run table, writes

@@ -69,6 +69,10 @@ pub enum TraceCmd {
         /// Also write each figure as PNG beside its SVG.
         #[arg(long)]
         png: bool,
+        /// Replay only each trace's first N requests (checks that a file
+        /// runs and draws; the numbers mean little).
+        #[arg(long, value_name = "N")]
+        max_requests: Option<usize>,
     },
 }
 
@@ -124,11 +128,17 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             threads,
             check,
             png,
+            max_requests,
         } => {
             if check {
                 crate::trace_sweep::check(&file)?
             } else {
-                crate::trace_sweep::run(&file, out, crate::threads(threads), png)?
+                let opts = crate::trace_sweep::RunOptions {
+                    threads: crate::threads(threads),
+                    png,
+                    max_requests,
+                };
+                crate::trace_sweep::run(&file, out, &opts)?
             }
         }
         TraceCmd::Info { trace, read } => {

@@ -242,9 +242,23 @@ pub fn check(file: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs a sweep file, writing `results.csv` and its figures under `out`
-/// (PNG copies too when `png`).
-pub fn run(file: &Path, out: Option<PathBuf>, threads: usize, png: bool) -> Result<()> {
+/// How to run a sweep file.
+pub struct RunOptions {
+    /// Replays at once.
+    pub threads: usize,
+    /// Write PNG copies of the figures.
+    pub png: bool,
+    /// Replay only each trace's first requests (a quick check of a file).
+    pub max_requests: Option<usize>,
+}
+
+/// Runs a sweep file, writing `results.csv` and its figures under `out`.
+pub fn run(file: &Path, out: Option<PathBuf>, opts: &RunOptions) -> Result<()> {
+    let RunOptions {
+        threads,
+        png,
+        max_requests,
+    } = *opts;
     let sweep = TraceSweep::load(file)?;
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(&sweep.name));
     std::fs::create_dir_all(&out).with_context(|| format!("{}: cannot create", out.display()))?;
@@ -258,9 +272,12 @@ pub fn run(file: &Path, out: Option<PathBuf>, threads: usize, png: bool) -> Resu
     );
     for entry in &sweep.traces {
         let label = entry.label();
-        let (trace, page_bytes) = entry
+        let (mut trace, page_bytes) = entry
             .load(base)
             .with_context(|| format!("{}: trace '{label}'", file.display()))?;
+        if let Some(n) = max_requests {
+            trace.requests.truncate(n);
+        }
         let jobs: Vec<(&str, u64)> = sweep
             .policies
             .iter()
@@ -309,7 +326,11 @@ pub fn run(file: &Path, out: Option<PathBuf>, threads: usize, png: bool) -> Resu
         out.join("results.csv").display()
     );
     for plot in &sweep.plots {
-        for path in crate::figures::write_figure(file, &out, plot, &table, png)? {
+        let opts = crate::figures::FigureOptions {
+            png,
+            cut_short: max_requests.is_some(),
+        };
+        for path in crate::figures::write_figure(file, &out, plot, &table, opts)? {
             outln!("  figure {}", path.display());
         }
     }

@@ -163,3 +163,92 @@ fn bad_paper_rows_and_directories_are_refused_by_name() {
     assert!(!out.status.success());
     assert!(err.contains("no results.csv"), "{err}");
 }
+
+/// `&`, `<` and `>` as the page writes them.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Every experiment file in `experiments/` (simulator experiments and
+/// trace sweeps; `experiments/bench` is `tiermux bench`'s) runs cut short
+/// (0.05 simulated seconds, at most 20,000 keys, 5,000 trace requests), and `tiermux report` renders them all into one page with
+/// each file's section, every figure it names inline and every row from
+/// the papers it names. The numbers of such short runs mean little; that
+/// every file runs, draws and reports is what is checked.
+#[test]
+fn every_experiment_renders_into_one_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let s = Scratch::new("every-experiment");
+    let out = s.path().join("out");
+    let mut expected = Vec::new();
+    for sub in ["", "kv", "traces"] {
+        let mut files: Vec<_> = std::fs::read_dir(root.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        for file in files {
+            let spec: toml::Value =
+                toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            let name = spec["name"].as_str().unwrap().to_string();
+            let dir = out.join(&name);
+            let (f, d) = (file.to_str().unwrap(), dir.to_str().unwrap());
+            if sub == "traces" {
+                ok(&["trace", "sweep", f, "--out", d, "--max-requests", "5000"]);
+            } else {
+                let cut = ["--max-duration-s", "0.05", "--max-keys", "20000"];
+                ok(&[&["sim", f, "--out", d, "--threads", "2"][..], &cut[..]].concat());
+            }
+            expected.push((name, dir, spec));
+        }
+    }
+    assert!(expected.len() >= 20, "{} experiment files", expected.len());
+    let html_path = s.path().join("report.html");
+    let printed = ok(&[
+        "report",
+        out.to_str().unwrap(),
+        "--out",
+        html_path.to_str().unwrap(),
+    ]);
+    assert!(
+        printed.starts_with(&format!("{} experiments,", expected.len())),
+        "{printed}"
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    let (mut figures, mut rows) = (0, 0);
+    for (name, dir, spec) in &expected {
+        assert!(
+            html.contains(&format!("<h2>{name}</h2>")),
+            "no section for {name}"
+        );
+        let list = |key: &str| {
+            spec.get(key)
+                .and_then(|v| v.as_array())
+                .cloned()
+                .unwrap_or_default()
+        };
+        for plot in list("plot") {
+            let file = dir.join(format!("{}.svg", plot["name"].as_str().unwrap()));
+            let svg = std::fs::read_to_string(&file)
+                .unwrap_or_else(|_| panic!("{name}: no {}", file.display()));
+            assert!(
+                html.contains(&svg),
+                "{name}: {} is not on the page",
+                file.display()
+            );
+            figures += 1;
+        }
+        for row in list("paper") {
+            let what = row["what"].as_str().unwrap();
+            assert!(
+                html.contains(&escaped(what)),
+                "{name}: the paper row '{what}' is not on the page"
+            );
+            rows += 1;
+        }
+    }
+    assert!(figures >= 40 && rows >= 5, "{figures} figures, {rows} rows");
+}

@@ -20,7 +20,7 @@ use serde::Deserialize;
 pub use html::{page, Section};
 pub use paper::{paper_table, PaperRow, PaperSpec};
 pub use png::{png_from_svg, PngError};
-pub use svg::render;
+pub use svg::{render, render_note};
 
 /// Rows of named columns.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -227,6 +227,17 @@ pub struct PlotError {
     pub message: String,
 }
 
+/// The message of a plot whose filter leaves no rows with a value.
+const NO_ROWS: &str = "no rows left to plot";
+
+impl PlotError {
+    /// True when the table has no rows for the plot (every row filtered
+    /// out, or none with a value to draw), rather than a spec at fault.
+    pub fn is_empty_selection(&self) -> bool {
+        self.field == "filter" && self.message == NO_ROWS
+    }
+}
+
 impl PlotSpec {
     fn err(&self, field: &str, message: impl Into<String>) -> PlotError {
         PlotError {
@@ -369,7 +380,7 @@ pub fn arrange(spec: &PlotSpec, table: &Table) -> Result<Vec<Panel>, PlotError> 
             .push((row[xi].clone(), y));
     }
     if panels.is_empty() {
-        return Err(spec.err("filter", "no rows left to plot"));
+        return Err(spec.err("filter", NO_ROWS));
     }
     Ok(panels)
 }

@@ -87,6 +87,24 @@ pub fn render(spec: &PlotSpec, table: &Table) -> Result<String, PlotError> {
     Ok(out)
 }
 
+/// A figure of `spec` with its title and `note` in place of the data (a
+/// figure with nothing to draw).
+pub fn render_note(spec: &PlotSpec, note: &str) -> String {
+    let (width, height) = (PANEL_W, 90.0);
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">
+<rect width="{width}" height="{height}" fill="white"/>
+<text x="{}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{}</text>
+<text x="{}" y="55" text-anchor="middle" fill="#555">{}</text>
+</svg>
+"##,
+        width / 2.0,
+        esc(&spec.title),
+        width / 2.0,
+        esc(note)
+    )
+}
+
 /// A panel's plotting area and its mapping from data to pixels.
 struct Frame {
     x0: f64,
@@ -428,5 +446,20 @@ mod tests {
                 assert_eq!(svg.matches("<polyline points=\"").count(), 4 + 2);
             }
         }
+    }
+
+    #[test]
+    fn a_plot_with_nothing_to_draw_is_told_apart_and_can_say_so() {
+        let mut t = Table::new(["x", "y"].map(String::from).to_vec(), Vec::new());
+        t.rows.push(vec!["1".into(), String::new()]);
+        let spec: PlotSpec =
+            toml::from_str("name = \"f\"\ntitle = \"T<1>\"\nx = \"x\"\ny = \"y\"\n").unwrap();
+        let e = render(&spec, &t).unwrap_err();
+        assert!(e.is_empty_selection(), "{e}");
+        let typo: PlotSpec = toml::from_str("name = \"f\"\nx = \"x\"\ny = \"z\"\n").unwrap();
+        assert!(!render(&typo, &t).unwrap_err().is_empty_selection());
+        let svg = render_note(&spec, "nothing & more");
+        assert!(svg.contains("T&lt;1&gt;") && svg.contains("nothing &amp; more"));
+        assert!(crate::png_from_svg(&svg, 1.0).is_ok(), "a well-formed SVG");
     }
 }

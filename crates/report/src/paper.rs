@@ -29,6 +29,10 @@ pub struct PaperSpec {
     /// Divide each row's value by its reference row's.
     #[serde(default)]
     pub ratio_to: Option<RatioTo>,
+    /// Multiply ours by this, into the paper's unit (1e-9: bytes/s to
+    /// GB/s).
+    #[serde(default)]
+    pub y_scale: Option<f64>,
     /// An acceptance bar: ours must be at least this.
     #[serde(default)]
     pub at_least: Option<f64>,
@@ -63,7 +67,7 @@ impl PaperSpec {
             panels: None,
             filter: self.filter.clone(),
             ratio_to: self.ratio_to.clone(),
-            y_scale: None,
+            y_scale: self.y_scale,
             x_label: None,
             y_label: None,
             y_from_zero: None,

@@ -554,6 +554,11 @@ fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
         }
         "mirror_step_mb" => ParamValue::Float([0.004, 0.016, 1.0][rng.below(3) as usize]),
         "clean_min_rewrite_distance" => ParamValue::Float(rng.below(4) as f64),
+        "hot_threshold" => ParamValue::Int(1 + rng.below(4) as i64),
+        "cooling_threshold" => ParamValue::Int(2 + rng.below(8) as i64),
+        "quantum_ms" => ParamValue::Float([0.05, 0.1, 1.0][rng.below(3) as usize]),
+        "migrate_mb_per_s" => ParamValue::Float([0.01, 1.0, 1000.0][rng.below(3) as usize]),
+        "max_moves_inflight" => ParamValue::Int(1 + rng.below(4) as i64),
         other => panic!("live parameter '{other}' has no random values here: add them"),
     }
 }
@@ -1005,6 +1010,7 @@ fn live_parameter_changes_keep_every_read_correct() {
             changed += 1;
         }
     }
-    // The cache family (classic, nhc, sib+, sib++, lbica) and MOST.
-    assert!(changed >= 6 * 4, "{changed}");
+    // The cache family (classic, nhc, sib+, sib++, lbica) and the tiering
+    // family (hemem, most, batman, colloid, colloid+, colloid++).
+    assert!(changed >= 11 * 4, "{changed}");
 }

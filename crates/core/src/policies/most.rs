@@ -129,6 +129,13 @@ pub struct Most {
 }
 
 impl Most {
+    /// Re-reads MOST's own live parameters (see [`MOST_LIVE_PARAMS`]).
+    fn reconfigure_own(&mut self, p: &Params) -> Result<(), PolicyError> {
+        let s = MostSettings::from_params(p)?;
+        self.apply(&s);
+        Ok(())
+    }
+
     /// Takes on `s`. The offload ratio stays where the controller has
     /// brought it, as near as the new step allows (within the new
     /// maximum); a mirrored class above a smaller maximum stops growing
@@ -233,7 +240,7 @@ impl Most {
 }
 
 impl Policy for Most {
-    tiered_policy_methods!();
+    tiered_policy_methods!(MOST_LIVE_PARAMS, Self::reconfigure_own);
     fn name(&self) -> &str {
         "most"
     }
@@ -275,14 +282,6 @@ impl Policy for Most {
         t.migrator
             .tier(&mut t.tiers, &t.heat, allowed, obs.now_ns, ctx.jobs);
         self.clean(ctx.jobs);
-    }
-    fn live_params(&self) -> Vec<&'static str> {
-        MOST_LIVE_PARAMS.to_vec()
-    }
-    fn reconfigure(&mut self, p: &Params, _ctx: &mut TickCtx<'_>) -> Result<(), PolicyError> {
-        let s = MostSettings::from_params(p)?;
-        self.apply(&s);
-        Ok(())
     }
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         let mut v = vec![("offload_ratio", self.controller.offload_ratio())];

@@ -39,18 +39,28 @@ pub struct Tiered {
     block_size: u32,
 }
 
-impl Tiered {
-    /// Reads the shared parameters (`segment_blocks`, `hot_threshold`,
-    /// `cooling_threshold`, `quantum_ms`, `migrate_mb_per_s`,
-    /// `max_moves_inflight`) and builds the state for policy `name`.
-    pub fn build(
-        name: &str,
-        p: &Params,
-        vol: &VolumeSpec,
-        seed: u64,
-    ) -> Result<Tiered, PolicyError> {
+/// The parameters every tiering policy shares that a running volume can
+/// change (the segment size needs a restart).
+pub const TIERED_LIVE_PARAMS: &[&str] = &[
+    "hot_threshold",
+    "cooling_threshold",
+    "quantum_ms",
+    "migrate_mb_per_s",
+    "max_moves_inflight",
+];
+
+/// The shared settings a running volume can change.
+struct TieredSettings {
+    hot: u32,
+    cooling: u32,
+    quantum_ms: f64,
+    bytes_per_s: f64,
+    max_inflight: u32,
+}
+
+impl TieredSettings {
+    fn from_params(name: &str, p: &Params) -> Result<TieredSettings, PolicyError> {
         let e = param_err(name);
-        let segment_blocks = p.u64_in("segment_blocks", 512, 1, 1 << 14).map_err(&e)? as u32;
         let hot = p
             .u64_in("hot_threshold", DEFAULT_HOT_THRESHOLD as u64, 1, 1 << 20)
             .map_err(&e)? as u32;
@@ -69,22 +79,62 @@ impl Tiered {
             .f64_in("migrate_mb_per_s", DEFAULT_MIGRATE_MB_PER_S, 0.001, 1e6)
             .map_err(&e)?;
         let max_inflight = p.u64_in("max_moves_inflight", 8, 1, 1024).map_err(&e)? as u32;
+        Ok(TieredSettings {
+            hot,
+            cooling,
+            quantum_ms,
+            bytes_per_s: mb_per_s * 1e6,
+            max_inflight,
+        })
+    }
+
+    /// The migration budget's refill window: the quantum, at least the
+    /// default window.
+    fn window_ns(&self) -> u64 {
+        DEFAULT_WINDOW_NS.max((self.quantum_ms * 1e6) as u64)
+    }
+}
+
+impl Tiered {
+    /// Reads the shared parameters (`segment_blocks`, `hot_threshold`,
+    /// `cooling_threshold`, `quantum_ms`, `migrate_mb_per_s`,
+    /// `max_moves_inflight`) and builds the state for policy `name`.
+    pub fn build(
+        name: &str,
+        p: &Params,
+        vol: &VolumeSpec,
+        seed: u64,
+    ) -> Result<Tiered, PolicyError> {
+        let e = param_err(name);
+        let segment_blocks = p.u64_in("segment_blocks", 512, 1, 1 << 14).map_err(&e)? as u32;
+        let s = TieredSettings::from_params(name, p)?;
         let tiers = Tiers::new(name, vol, segment_blocks)?;
         let segment_bytes = segment_blocks as u64 * vol.block_size as u64;
-        let window_ns = DEFAULT_WINDOW_NS.max((quantum_ms * 1e6) as u64);
         Ok(Tiered {
             tiers,
-            heat: HeatMap::new(hot, cooling),
+            heat: HeatMap::new(s.hot, s.cooling),
             migrator: Migrator::new(
-                MigrationBudget::new(mb_per_s * 1e6, window_ns),
+                MigrationBudget::new(s.bytes_per_s, s.window_ns()),
                 segment_bytes,
-                max_inflight,
+                s.max_inflight,
             ),
             rng: Rng::new(seed ^ 0x7469_6572),
-            quantum_ns: (quantum_ms * 1e6) as u64,
+            quantum_ns: (s.quantum_ms * 1e6) as u64,
             now_ns: 0,
             block_size: vol.block_size,
         })
+    }
+
+    /// Re-reads [`TIERED_LIVE_PARAMS`] from a checked table (see
+    /// [`crate::Policy::reconfigure`]); counts, classes and moves running
+    /// are kept.
+    pub fn reconfigure(&mut self, name: &str, p: &Params) -> Result<(), PolicyError> {
+        let s = TieredSettings::from_params(name, p)?;
+        self.heat.set_thresholds(s.hot, s.cooling);
+        self.migrator
+            .set_limits(s.bytes_per_s, s.window_ns(), s.max_inflight);
+        self.quantum_ns = (s.quantum_ms * 1e6) as u64;
+        Ok(())
     }
 
     /// Counts an access of `block` and returns its segment; true as the
@@ -161,10 +211,32 @@ impl Tiered {
 
 /// The [`crate::policy::Policy`] methods every tiering policy implements
 /// alike over its `t: Tiered` field: address spaces, the "tiers" layout,
-/// moves as jobs, the quantum, restore, trims and discards, warm-up and
-/// repair.
+/// moves as jobs, the quantum, restore, trims and discards, warm-up,
+/// repair, and live changes of the shared parameters. A policy with live
+/// parameters of its own names them and the method that re-reads them:
+/// `tiered_policy_methods!(OWN_LIVE_PARAMS, Self::reconfigure_own)`.
 macro_rules! tiered_policy_methods {
     () => {
+        $crate::policies::tiered::tiered_policy_methods!(
+            &[],
+            |_: &mut Self, _: &$crate::params::Params| Ok(())
+        );
+    };
+    ($own_live:expr, $reconfigure_own:expr) => {
+        fn live_params(&self) -> Vec<&'static str> {
+            let mut names = $crate::policies::tiered::TIERED_LIVE_PARAMS.to_vec();
+            names.extend_from_slice($own_live);
+            names
+        }
+        fn reconfigure(
+            &mut self,
+            p: &$crate::params::Params,
+            _ctx: &mut $crate::policy::TickCtx<'_>,
+        ) -> Result<(), $crate::policy::PolicyError> {
+            let name = self.name().to_string();
+            self.t.reconfigure(&name, p)?;
+            ($reconfigure_own)(self, p)
+        }
         fn address_space(&self, device: usize) -> u64 {
             self.t.address_space(device)
         }

@@ -72,6 +72,16 @@ impl MigrationBudget {
         }
     }
 
+    /// Changes the cap and its window while running; the bytes migrated
+    /// so far are kept, and the bucket holds no more than the new window.
+    pub fn set_rate(&mut self, bytes_per_s: f64, window_ns: u64) {
+        let counted = (self.migrated_bytes, self.refused, self.last_ns);
+        let tokens = self.tokens_bytes;
+        *self = MigrationBudget::new(bytes_per_s, window_ns);
+        (self.migrated_bytes, self.refused, self.last_ns) = counted;
+        self.tokens_bytes = tokens.min(self.capacity_bytes);
+    }
+
     /// A cap of `mb_per_s` (10^6 bytes per second) with the default window.
     pub fn mb_per_s(mb_per_s: f64) -> MigrationBudget {
         MigrationBudget::new(mb_per_s * 1e6, DEFAULT_WINDOW_NS)
@@ -140,6 +150,23 @@ mod tests {
         assert!(moved as f64 <= 20e6 + 100e6 * 9.999, "{moved}");
         assert!(moved as f64 >= 100e6 * 9.999 - (1 << 20) as f64, "{moved}");
         assert!(b.refused() > 0);
+    }
+
+    #[test]
+    fn a_new_rate_applies_from_now_and_keeps_the_counts() {
+        let mut b = MigrationBudget::new(1e6, 200 * MS);
+        assert!(b.try_start(0, 200_000, Direction::Promote));
+        b.set_rate(10e6, 200 * MS);
+        // 100 ms at the new rate: 1 MB earned.
+        assert!(b.try_start(100 * MS, 1_000_000, Direction::Promote));
+        assert!(!b.try_start(100 * MS, 1_000, Direction::Promote));
+        assert_eq!(b.migrated_bytes(Direction::Promote), 1_200_000);
+        assert_eq!(b.refused(), 1);
+        // A lower rate: the bucket holds its new window (200 bytes) at
+        // most, however long it was idle.
+        b.set_rate(1e3, 200 * MS);
+        assert!(b.try_start(10_000 * MS, 150, Direction::Promote));
+        assert!(!b.try_start(10_000 * MS, 51, Direction::Promote));
     }
 
     #[test]

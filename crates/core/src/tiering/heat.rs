@@ -79,6 +79,13 @@ pub struct HeatMap {
 }
 
 impl HeatMap {
+    /// Changes the thresholds while running (the counts are kept).
+    pub fn set_thresholds(&mut self, hot_threshold: u32, cooling_threshold: u32) {
+        let fresh = HeatMap::new(hot_threshold, cooling_threshold);
+        self.hot_threshold = fresh.hot_threshold;
+        self.cooling_threshold = fresh.cooling_threshold;
+    }
+
     /// An empty map: a segment is hot at `hot_threshold` reads or writes,
     /// and all counts halve when one passes `cooling_threshold`.
     pub fn new(hot_threshold: u32, cooling_threshold: u32) -> HeatMap {

@@ -53,6 +53,14 @@ impl Migrator {
         }
     }
 
+    /// Changes the bandwidth cap, its window and the moves allowed at once
+    /// while running (moves already running finish).
+    pub fn set_limits(&mut self, bytes_per_s: f64, window_ns: u64, max_inflight: u32) {
+        assert!(max_inflight >= 1, "at least one move may run");
+        self.budget.set_rate(bytes_per_s, window_ns);
+        self.max_inflight = max_inflight;
+    }
+
     /// Bytes migrated so far in direction `d` (a segment's size per move).
     pub fn migrated_bytes(&self, d: Direction) -> u64 {
         self.budget.migrated_bytes(d)

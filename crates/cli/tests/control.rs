@@ -7,7 +7,7 @@
 //!
 //! Needs fio (`.ci/run` installs it), like `tests/nbd.rs`.
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 #[path = "common/nbd_served.rs"]
@@ -80,26 +80,7 @@ fn write_mode_changes_under_fio_and_every_block_verifies() {
     assert!(ctl_ok(&dir, &["get", "write_mode"]).contains("write_mode = \"wb\""));
 
     // Verified random writes and reads, slow enough to outlast the changes.
-    let mut fio = Command::new("fio")
-        .current_dir(&dir)
-        .args([
-            "--name=verify",
-            "--ioengine=nbd",
-            &format!("--uri={}", s.uri()),
-            "--rw=randrw",
-            "--rwmixread=50",
-            "--bs=4k",
-            "--iodepth=8",
-            "--size=32M",
-            "--rate_iops=800",
-            "--verify=crc32c",
-            "--do_verify=1",
-            "--verify_fatal=1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut fio = spawn_fio_verify(&s, "32M", 800);
     // Write-back: the cache holds data newer than home.
     wait_for_dirty(&dir, &mut fio, "dirty data in write-back", |d| d > 0.0);
 

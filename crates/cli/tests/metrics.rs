@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[path = "common/nbd_served.rs"]
@@ -47,26 +47,7 @@ fn metrics_move_under_fio_and_show_recovery() {
     assert!(get(&addr, "/other").0.contains("404"));
 
     // fio at a limited rate, so that the scrapes land while it runs.
-    let fio = Command::new("fio")
-        .current_dir(&dir)
-        .args([
-            "--name=verify",
-            "--ioengine=nbd",
-            &format!("--uri={}", s.uri()),
-            "--rw=randrw",
-            "--rwmixread=50",
-            "--bs=4k",
-            "--iodepth=8",
-            "--size=16M",
-            "--rate_iops=2000",
-            "--verify=crc32c",
-            "--do_verify=1",
-            "--verify_fatal=1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let fio = spawn_fio_verify(&s, "16M", 2000);
     let t0 = Instant::now();
     let mut during = Vec::new();
     let mut fio = Some(fio);

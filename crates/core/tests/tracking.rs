@@ -586,25 +586,14 @@ fn exercise(
     vol: &VolumeSpec,
     fail_per_mille: u64,
 ) -> ((f64, f64), Vec<(String, f64)>) {
-    exercise_with(policy, wm, seed, vol, fail_per_mille, None)
+    exercise_full(policy, wm, seed, vol, fail_per_mille, None, false)
 }
 
 /// [`exercise`], with device `kill` dying (taken out of service while the
-/// volume is idle) after the first round, and dead through the restarts.
-fn exercise_with(
-    policy: &str,
-    wm: &str,
-    seed: u64,
-    vol: &VolumeSpec,
-    fail_per_mille: u64,
-    kill: Option<u8>,
-) -> ((f64, f64), Vec<(String, f64)>) {
-    exercise_full(policy, wm, seed, vol, fail_per_mille, kill, false)
-}
-
-/// [`exercise_with`], with random changes of the policy's live parameters
-/// (see [`World::change_live`]) when `live`; a restart builds the policy
-/// with the parameters running then.
+/// volume is idle) after the first round and dead through the restarts,
+/// and with random changes of the policy's live parameters (see
+/// [`World::change_live`]) when `live`; a restart builds the policy with
+/// the parameters running then.
 fn exercise_full(
     policy: &str,
     wm: &str,
@@ -896,7 +885,7 @@ fn hybrid_caches_lose_only_nvram_dirty_data_when_a_cache_device_dies() {
         for dev in 0..2u8 {
             for seed in 0..3u64 {
                 let (most, state) =
-                    exercise_with(policy, "wb", 600 + seed, &volume3(), 0, Some(dev));
+                    exercise_full(policy, "wb", 600 + seed, &volume3(), 0, Some(dev), false);
                 let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
                 let what = format!("{policy} seed {seed} without device {dev}");
                 assert!(most.0 > 0.0, "{what}: nothing cached");
@@ -978,7 +967,8 @@ fn tica_survives_the_death_of_any_cache_device() {
     for policy in ["tica-ef", "tica-wed", "tica-a", "ucache", "s-rac"] {
         for dev in 0..3u8 {
             for seed in 0..3u64 {
-                let (_, state) = exercise_with(policy, "wb", 500 + seed, &volume4(), 0, Some(dev));
+                let (_, state) =
+                    exercise_full(policy, "wb", 500 + seed, &volume4(), 0, Some(dev), false);
                 let get = |n: &str| state.iter().find(|(k, _)| k == n).map(|x| x.1).unwrap();
                 // After the first round, writes go home: the dirty data
                 // left is what the flushes have not reached yet.

@@ -243,3 +243,29 @@ pub fn value(metrics: &str, name: &str) -> Option<f64> {
 pub fn must(metrics: &str, name: &str) -> f64 {
     value(metrics, name).unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
 }
+
+/// Starts fio on `s`'s volume: verified random reads and writes of 4 KiB
+/// (half each, 8 in flight) over its first `size` at `rate_iops`, slow
+/// enough for a test to act while it runs. Its output is piped.
+pub fn spawn_fio_verify(s: &Served, size: &str, rate_iops: u32) -> Child {
+    Command::new("fio")
+        .current_dir(&s.dir)
+        .args([
+            "--name=verify",
+            "--ioengine=nbd",
+            &format!("--uri={}", s.uri()),
+            "--rw=randrw",
+            "--rwmixread=50",
+            "--bs=4k",
+            "--iodepth=8",
+            &format!("--size={size}"),
+            &format!("--rate_iops={rate_iops}"),
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_fatal=1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}

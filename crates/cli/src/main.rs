@@ -480,17 +480,8 @@ fn write_paper_rows(file: &Path, exp: &Experiment, table: &Table, out: &Path) ->
     if exp.paper.is_empty() {
         return Ok(());
     }
-    let mut rows = Vec::new();
-    for (i, spec) in exp.paper.iter().enumerate() {
-        let row = spec.evaluate(table).with_context(|| {
-            format!(
-                "{}: paper[{i}] ('{}'): computing ours",
-                file.display(),
-                spec.what
-            )
-        })?;
-        rows.push(row);
-    }
+    let rows = tiermux_report::evaluate_all(&exp.paper, table)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     std::fs::write(
         out.join("paper.csv"),
         tiermux_report::paper_table(&rows).to_csv(),

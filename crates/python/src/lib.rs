@@ -162,13 +162,7 @@ fn paper_csv(exp: &Experiment, runs: &Table) -> PyResult<Option<String>> {
     if exp.paper.is_empty() {
         return Ok(None);
     }
-    let mut rows = Vec::new();
-    for (i, spec) in exp.paper.iter().enumerate() {
-        let row = spec
-            .evaluate(runs)
-            .map_err(|e| err(format!("paper[{i}] ('{}'): computing ours: {e}", spec.what)))?;
-        rows.push(row);
-    }
+    let rows = tiermux_report::evaluate_all(&exp.paper, runs).map_err(|e| err(e.to_string()))?;
     Ok(Some(paper_table(&rows).to_csv()))
 }
 

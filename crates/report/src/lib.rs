@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 pub use html::{page, Section};
-pub use paper::{paper_table, PaperRow, PaperSpec};
+pub use paper::{evaluate_all, paper_table, PaperError, PaperRow, PaperSpec};
 pub use png::{png_from_svg, PngError};
 pub use svg::{render, render_note};
 

@@ -116,6 +116,35 @@ impl PaperRow {
     }
 }
 
+/// Why an experiment's paper rows could not be evaluated: which row, and
+/// the plot error that names the field.
+#[derive(Debug, thiserror::Error)]
+#[error("paper[{index}] ('{what}'): computing ours: {problem}")]
+pub struct PaperError {
+    /// The row's place among the experiment's `[[paper]]` rows.
+    pub index: usize,
+    /// The row's `what`.
+    pub what: String,
+    /// The problem.
+    pub problem: PlotError,
+}
+
+/// Evaluates every spec on `table`, in order; the first that fails is the
+/// error.
+pub fn evaluate_all(specs: &[PaperSpec], table: &Table) -> Result<Vec<PaperRow>, PaperError> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(index, spec)| {
+            spec.evaluate(table).map_err(|problem| PaperError {
+                index,
+                what: spec.what.clone(),
+                problem,
+            })
+        })
+        .collect()
+}
+
 /// The evaluated rows as a table (`paper.csv`): source, what, paper, ours,
 /// the bar or tolerance, the rows averaged and the verdict.
 pub fn paper_table(rows: &[PaperRow]) -> Table {
@@ -206,5 +235,24 @@ mod tests {
             .evaluate(&table())
             .unwrap_err();
         assert!(e.to_string().contains("no column 'colour'"), "{e}");
+    }
+
+    #[test]
+    fn the_first_row_that_fails_is_named_by_place_and_what() {
+        let good = spec("filter = { policy = \"most\" }");
+        let bad = PaperSpec {
+            what: "the second".into(),
+            ..spec("filter = { policy = \"cerberus\" }")
+        };
+        let rows = evaluate_all(std::slice::from_ref(&good), &table()).unwrap();
+        assert_eq!(rows.len(), 1);
+        let e = evaluate_all(&[good, bad], &table()).unwrap_err();
+        assert_eq!(e.index, 1);
+        assert!(
+            e.to_string()
+                .starts_with("paper[1] ('the second'): computing ours: ")
+                && e.to_string().contains("filter"),
+            "{e}"
+        );
     }
 }

@@ -31,9 +31,7 @@ use tiermux_core::Op;
 use tiermux_device::calibrate::closed_loop_throughput;
 use tiermux_device::profile::builtin_profiles;
 use tiermux_report::Table;
-use tiermux_sim::experiment::{
-    describe, run_all, runs_table, timeseries_table, Experiment, RunRecord,
-};
+use tiermux_sim::experiment::{run_all, runs_table, timeseries_table, Experiment, RunRecord};
 use tiermux_sim::{RunResult, SimConfig};
 
 #[derive(Parser)]
@@ -422,18 +420,18 @@ fn sim(file: &Path, opts: SimOptions) -> Result<()> {
         }
     }
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(&exp.name));
-    let configs: Vec<SimConfig> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
-    let pb = progress_bar(configs.len());
+    let pb = progress_bar(exp.runs.len());
     pb.set_message(exp.name.clone());
     let start = Instant::now();
-    let results = run_all(&configs, threads(t), &|n| pb.set_position(n as u64));
+    let finished = exp.run_every(threads(t), &|n| pb.set_position(n as u64));
     pb.finish_and_clear();
-    let mut finished = Vec::new();
-    for ((swept, cfg), r) in exp.runs.iter().zip(results) {
-        let r = r.with_context(|| format!("run with {}", describe(&exp.keys, swept, cfg)))?;
-        finished.push((swept.as_slice(), r));
-    }
-    let pairs: Vec<(&[toml::Value], &RunResult)> = finished.iter().map(|(s, r)| (*s, r)).collect();
+    let finished = finished?;
+    let pairs: Vec<(&[toml::Value], &RunResult)> = exp
+        .runs
+        .iter()
+        .zip(&finished)
+        .map(|((swept, _), r)| (swept.as_slice(), r))
+        .collect();
     let table = write_results(&out, &exp.name, &exp.description, &exp.keys, &pairs)?;
     let series = timeseries_table(&exp.keys, &pairs);
     std::fs::write(out.join("timeseries.csv"), series.to_csv())?;

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_report::{paper_table, Table};
-use tiermux_sim::experiment::{describe, run_all, runs_table, timeseries_table, Experiment};
+use tiermux_sim::experiment::{describe, runs_table, timeseries_table, Experiment};
 use tiermux_sim::RunResult;
 use tiermux_trace::replay::{replay_accesses, TraceVolume};
 use tiermux_trace::Format;
@@ -61,14 +61,9 @@ fn run_experiment<'py>(
     let threads = threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let configs: Vec<_> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
-    let results = py.allow_threads(|| run_all(&configs, threads, &|_| {}));
-    let mut finished = Vec::new();
-    for ((swept, cfg), r) in exp.runs.iter().zip(results) {
-        finished.push(
-            r.map_err(|e| err(format!("run with {}: {e}", describe(&exp.keys, swept, cfg))))?,
-        );
-    }
+    let finished = py
+        .allow_threads(|| exp.run_every(threads, &|_| {}))
+        .map_err(|e| err(e.to_string()))?;
     tables(py, &exp, &finished)
 }
 

@@ -478,6 +478,39 @@ pub fn run_all(
         .collect()
 }
 
+/// A run of an experiment that failed, named by its swept values.
+#[derive(Debug, thiserror::Error)]
+#[error("run with {run}: {error}")]
+pub struct RunFailed {
+    /// The run, as [`describe`] names it.
+    pub run: String,
+    /// What went wrong.
+    pub error: SimError,
+}
+
+impl Experiment {
+    /// Runs every run on up to `threads` threads (see [`run_all`]) and
+    /// returns their results in order, or the first failed run.
+    pub fn run_every(
+        &self,
+        threads: usize,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<Vec<RunResult>, RunFailed> {
+        let configs: Vec<SimConfig> = self.runs.iter().map(|(_, c)| c.clone()).collect();
+        let results = run_all(&configs, threads, progress);
+        self.runs
+            .iter()
+            .zip(results)
+            .map(|((swept, cfg), r)| {
+                r.map_err(|error| RunFailed {
+                    run: describe(&self.keys, swept, cfg),
+                    error,
+                })
+            })
+            .collect()
+    }
+}
+
 /// Swept keys that are also fixed result columns (reported once).
 const FIXED_COLUMNS: &[&str] = &["policy"];
 

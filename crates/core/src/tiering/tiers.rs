@@ -248,13 +248,23 @@ impl Tiers {
     /// Notes an access to `segment`; true the first time.
     #[inline]
     pub fn touch(&mut self, segment: u64) -> bool {
+        self.set_touched(segment, true)
+    }
+
+    /// Marks `segment` as written or as never written; returns true when
+    /// that changed its mark.
+    fn set_touched(&mut self, segment: u64, touched: bool) -> bool {
         let (w, bit) = ((segment / 64) as usize, 1u64 << (segment % 64));
-        let first = self.touched[w] & bit == 0;
-        if first {
-            self.touched[w] |= bit;
-            self.touched_count += 1;
+        let changed = (self.touched[w] & bit != 0) != touched;
+        if changed {
+            self.touched[w] ^= bit;
+            if touched {
+                self.touched_count += 1;
+            } else {
+                self.touched_count -= 1;
+            }
         }
-        first
+        changed
     }
 
     fn perf_loc(&self, slot: u32, subpage: u32) -> u32 {
@@ -776,11 +786,7 @@ impl Tiers {
         let whole = first.div_ceil(s)..end / s + u64::from(short_tail);
         let whole = whole.start..whole.end.max(whole.start);
         for segment in whole.clone() {
-            let (w, bit) = ((segment / 64) as usize, 1u64 << (segment % 64));
-            if self.touched[w] & bit != 0 {
-                self.touched[w] &= !bit;
-                self.touched_count -= 1;
-            }
+            self.set_touched(segment, false);
         }
         whole
     }

@@ -152,3 +152,45 @@ fn write_mode_changes_under_fio_and_every_block_verifies() {
     s.stop();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// What a raw client of the control socket gets back for `request`.
+fn raw(dir: &std::path::Path, request: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(dir.join("ctl.sock")).unwrap();
+    s.write_all(request).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// Bad requests get an error that names the problem, and a client that
+/// sends nothing holds up no other.
+#[test]
+fn bad_control_requests_are_answered_with_errors() {
+    let dir = data_dir("control-bad");
+    let (s, _) = Served::spawn_with(&dir, &["--control", "ctl.sock"]);
+    let silent = std::os::unix::net::UnixStream::connect(dir.join("ctl.sock")).unwrap();
+    let t0 = Instant::now();
+    assert!(ctl_ok(&dir, &["get"]).contains("name = \"nhc\""));
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "held up by a silent client"
+    );
+    drop(silent);
+    let answer = raw(&dir, b"get \xff\xfe\n");
+    assert!(
+        answer.starts_with("error\nrequest is not UTF-8"),
+        "{answer}"
+    );
+    let answer = raw(&dir, &[b'x'; 5000]);
+    assert!(
+        answer.starts_with("error\nrequest longer than 4096 bytes"),
+        "{answer}"
+    );
+    let answer = raw(&dir, b"set write_mode\n");
+    assert!(answer.starts_with("error\nset takes pairs"), "{answer}");
+    assert_eq!(raw(&dir, b"get write_mode\n"), "ok\nwrite_mode = \"wb\"\n");
+    s.stop();
+    std::fs::remove_dir_all(&dir).ok();
+}

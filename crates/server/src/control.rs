@@ -172,8 +172,14 @@ impl ControlEndpoint {
         std::thread::Builder::new()
             .name("tiermux-control".into())
             .spawn(move || {
+                // One thread per connection: a client that sends nothing
+                // holds up no other.
                 for stream in listener.incoming().flatten() {
-                    let _ = answer(stream, &inbox, &waker, &live, &info);
+                    let (inbox, waker, live, info) =
+                        (inbox.clone(), waker.clone(), live.clone(), info.clone());
+                    std::thread::spawn(move || {
+                        let _ = answer(stream, &inbox, &waker, &live, &info);
+                    });
                 }
             })?;
         Ok(ControlEndpoint {
@@ -192,12 +198,19 @@ fn answer(
 ) -> io::Result<()> {
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     let mut reader = BufReader::new(io::Read::take(&stream, MAX_REQUEST_BYTES as u64 + 1));
-    reader.read_line(&mut line)?;
-    let result = if line.len() > MAX_REQUEST_BYTES {
+    reader.read_until(b'\n', &mut bytes)?;
+    let result = if bytes.len() > MAX_REQUEST_BYTES {
+        // Read the rest of the line (up to 1 MiB), so that closing with it
+        // unread does not reset the connection before the answer is read.
+        let mut rest = BufReader::new(io::Read::take(&stream, 1 << 20));
+        let _ = rest.skip_until(b'\n');
         Err(format!("request longer than {MAX_REQUEST_BYTES} bytes"))
+    } else if let Err(e) = std::str::from_utf8(&bytes) {
+        Err(format!("request is not UTF-8 ({e})"))
     } else {
+        let line = String::from_utf8_lossy(&bytes);
         match parse(line.trim_end()) {
             Ok(Command::Stats) => Ok(render(live, info)),
             Ok(command) => call_loop(command, inbox, waker),

@@ -748,6 +748,12 @@ fn live_changes_that_would_be_refused_at_open_are_refused() {
             .1,
         &ParamValue::Str("wt".into())
     );
+    // An unknown name is refused as unknown, however often it is asked for.
+    for _ in 0..2 {
+        let colour = Params::new().with("colour", ParamValue::Int(3));
+        let msg = v.reconfigure(&colour, &mut r).unwrap_err().to_string();
+        assert!(msg.contains("'colour': unknown parameter"), "{msg}");
+    }
     // Write-around is as safe as write-through.
     let changed = v.reconfigure(&set("write_mode", "wa"), &mut r).unwrap();
     assert_eq!(changed, ["write_mode"]);

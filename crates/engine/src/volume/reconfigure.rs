@@ -55,10 +55,17 @@ impl Volume {
         changes: &Params,
         r: &mut dyn Reactor,
     ) -> Result<Vec<String>, ReconfigureError> {
-        let mut next = self.cfg.params.clone();
+        // A fresh table: a clone would carry the names the running one has
+        // marked as read, and an unknown name asked for twice would pass
+        // the unused-name check the second time.
+        let mut next = Params::new();
+        for (name, value) in self.cfg.params.iter() {
+            next.set(name, value.clone());
+        }
         let mut changed = Vec::new();
         for (name, value) in changes.iter() {
-            if self.cfg.params.get(name) != Some(value) {
+            let running = self.cfg.params.iter().find(|(n, _)| *n == name);
+            if running.map(|(_, v)| v) != Some(value) {
                 changed.push(name.clone());
             }
             next.set(name, value.clone());

@@ -15,8 +15,8 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use tiermux_report::{PlotSpec, Table};
 use tiermux_trace::replay::{replay_accesses, ReplayStats, TraceVolume};
-use tiermux_trace::synth::SynthSpec;
-use tiermux_trace::{formats, BlockTrace, Format};
+use tiermux_trace::spec::value_text;
+use tiermux_trace::TraceSource;
 
 /// A trace sweep file.
 #[derive(Debug, Deserialize)]
@@ -40,86 +40,10 @@ pub struct TraceSweep {
     pub params: BTreeMap<String, toml::Table>,
     /// The traces.
     #[serde(rename = "trace")]
-    pub traces: Vec<TraceEntry>,
+    pub traces: Vec<TraceSource>,
     /// Figures drawn from `results.csv`.
     #[serde(default, rename = "plot")]
     pub plots: Vec<PlotSpec>,
-}
-
-/// One trace of a sweep: a synthetic preset or a file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TraceEntry {
-    /// The `trace` column's value (default: the preset's name or the
-    /// file's).
-    #[serde(default)]
-    pub label: Option<String>,
-    /// A synthetic preset (`tiermux trace generate --preset`).
-    #[serde(default)]
-    pub preset: Option<String>,
-    /// Generator parameters over the preset's (`--set`).
-    #[serde(default)]
-    pub set: toml::Table,
-    /// A trace file, relative to the sweep file.
-    #[serde(default)]
-    pub path: Option<PathBuf>,
-    /// The file's format (default: from its name).
-    #[serde(default)]
-    pub format: Option<String>,
-    /// Page size in bytes (default 4096).
-    #[serde(default)]
-    pub page_bytes: Option<u64>,
-}
-
-impl TraceEntry {
-    fn label(&self) -> String {
-        let file = || {
-            self.path
-                .as_ref()
-                .and_then(|p| p.file_name())
-                .map(|f| f.to_string_lossy().into_owned())
-        };
-        self.label
-            .clone()
-            .or_else(|| self.preset.clone())
-            .or_else(file)
-            .unwrap_or_default()
-    }
-
-    /// The generator's parameters for a preset entry, checked.
-    fn spec(&self, preset: &str, page_bytes: u64) -> Result<SynthSpec> {
-        let mut spec = SynthSpec::preset(preset)?;
-        for (k, v) in &self.set {
-            spec.set(k, &value_text(v))?;
-        }
-        spec.page_bytes = page_bytes;
-        spec.validate()?;
-        Ok(spec)
-    }
-
-    fn page_bytes(&self) -> Result<u64> {
-        match self.page_bytes.unwrap_or(4096) {
-            0 => bail!("page_bytes must be at least 1"),
-            b => Ok(b),
-        }
-    }
-
-    /// The trace and its page size.
-    fn load(&self, base: &Path) -> Result<(BlockTrace, u64)> {
-        let page_bytes = self.page_bytes()?;
-        match (&self.preset, &self.path) {
-            (Some(preset), None) => Ok((self.spec(preset, page_bytes)?.generate()?, page_bytes)),
-            (None, Some(path)) => {
-                if !self.set.is_empty() {
-                    bail!("'set' applies to presets only");
-                }
-                let path = base.join(path);
-                let format = Format::resolve(self.format.as_deref(), &path)?;
-                Ok((formats::read(&path, &format)?, page_bytes))
-            }
-            _ => bail!("give exactly one of 'preset' and 'path'"),
-        }
-    }
 }
 
 impl TraceSweep {
@@ -148,13 +72,13 @@ impl TraceSweep {
             }
         }
         for (i, t) in self.traces.iter().enumerate() {
-            if t.preset.is_some() == t.path.is_some() {
-                bail!("trace {}: give exactly one of 'preset' and 'path'", i + 1);
-            }
-            if let Some(preset) = &t.preset {
-                t.spec(preset, t.page_bytes()?)
-                    .with_context(|| format!("trace '{}'", t.label()))?;
-            }
+            // A trace is named by its label once it names one trace.
+            let name = if t.preset.is_some() == t.path.is_some() {
+                format!("trace {}", i + 1)
+            } else {
+                format!("trace '{}'", t.label())
+            };
+            t.check().with_context(|| name)?;
         }
         let columns = Self::columns();
         for plot in &self.plots {
@@ -196,14 +120,6 @@ impl TraceSweep {
         ]
         .map(String::from)
         .to_vec()
-    }
-}
-
-/// A TOML value as the text `--set` and `--param` take (strings bare).
-fn value_text(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }
 

@@ -108,6 +108,11 @@ impl Disk {
         }
     }
 
+    /// Where the head is: the byte after the last request served.
+    pub fn head_bytes(&self) -> u64 {
+        self.head_bytes
+    }
+
     /// Serves one request and returns its time, ms.
     pub fn serve(&mut self, offset_bytes: u64, size_bytes: u64, write: bool) -> f64 {
         let transfer_ms = size_bytes as f64 / self.spec.transfer_bytes_per_s * 1e3;

@@ -4,6 +4,18 @@
 //! device (equation 3) and of redundant cache configurations (equations 4
 //! and 5), the price of a cache configuration and a device's lifetime.
 
+/// A device's power by state, W (the TICA paper's Table 1 columns).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerW {
+    /// While reading.
+    pub read_w: f64,
+    /// While writing.
+    pub write_w: f64,
+    /// While idle.
+    pub idle_w: f64,
+}
+
 /// Power, price, failure rate and endurance of one device class.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Economics {
@@ -69,6 +81,17 @@ pub const TICA_TABLE1: [Economics; 4] = [
     },
 ];
 
+impl Economics {
+    /// Its power by state.
+    pub fn power(&self) -> PowerW {
+        PowerW {
+            read_w: self.read_power_w,
+            write_w: self.write_power_w,
+            idle_w: self.idle_power_w,
+        }
+    }
+}
+
 /// The Table 1 entry named `name`.
 pub fn tica_table1(name: &str) -> Option<Economics> {
     TICA_TABLE1.iter().copied().find(|e| e.name == name)
@@ -131,11 +154,11 @@ pub struct Activity {
 /// idle time at the RO-SSD's idle power, evidently a typo; each device's
 /// own idle power is used here.) The active time is capped at the run's
 /// length, so a device busier than one operation at a time is never idle.
-pub fn energy_j(e: &Economics, a: &Activity) -> f64 {
+pub fn energy_j(p: &PowerW, a: &Activity) -> f64 {
     let read_s = a.reads as f64 * a.read_latency_s;
     let write_s = a.writes as f64 * a.write_latency_s;
     let idle_s = (a.duration_s - read_s - write_s).max(0.0);
-    read_s * e.read_power_w + write_s * e.write_power_w + idle_s * e.idle_power_w
+    read_s * p.read_w + write_s * p.write_w + idle_s * p.idle_w
 }
 
 /// The price of a cache configuration: `(device, GB)` pairs, dollars.
@@ -199,9 +222,9 @@ mod tests {
             write_latency_s: 200e-6,
             duration_s: 1.0,
         };
-        assert!((energy_j(&t("wo-ssd"), &a) - 1.59).abs() < 1e-12);
+        assert!((energy_j(&t("wo-ssd").power(), &a) - 1.59).abs() < 1e-12);
         // DRAM draws 4 W whatever it does.
-        assert!((energy_j(&t("dram"), &a) - 4.0).abs() < 1e-12);
+        assert!((energy_j(&t("dram").power(), &a) - 4.0).abs() < 1e-12);
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub mod disk;
 pub mod economics;
 pub mod model;
 pub mod profile;
+mod tica_profiles;
 
+pub use economics::PowerW;
 pub use model::{DeviceCounters, DeviceModel, DirModel, SimDevice};
 pub use profile::{builtin_profiles, find_builtin, lookup_profile, ProfileError, ProfileSpec};

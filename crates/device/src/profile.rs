@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::economics::PowerW;
 use crate::model::{DeviceModel, DirModel, Tail};
 
 /// Calibration targets of one direction.
@@ -93,6 +94,10 @@ pub struct ProfileSpec {
     /// analytical model); overrides the targets.
     #[serde(default)]
     pub fixed_rate_ops_per_s: Option<f64>,
+    /// Power by state (optional): runs report the energy of the devices
+    /// whose profile gives it.
+    #[serde(default)]
+    pub power: Option<PowerW>,
     /// Where each parameter's value comes from, by parameter name
     /// (`read.latency_us_4k`, `channels`, ...): a paper's table or figure,
     /// a datasheet at a stated size, a named measurement, or a stated
@@ -279,6 +284,11 @@ impl ProfileSpec {
                 v.push((name.to_string(), x));
             }
         }
+        if let Some(p) = self.power {
+            v.push(("power.read_w".into(), p.read_w));
+            v.push(("power.write_w".into(), p.write_w));
+            v.push(("power.idle_w".into(), p.idle_w));
+        }
         v
     }
 
@@ -323,6 +333,11 @@ impl ProfileSpec {
         non_negative(n, "write_contention_factor", self.write_contention_factor)?;
         non_negative(n, "gc_every_mb", self.gc_every_mb)?;
         non_negative(n, "gc_pause_us", self.gc_pause_us)?;
+        if let Some(p) = self.power {
+            non_negative(n, "power.read_w", p.read_w)?;
+            non_negative(n, "power.write_w", p.write_w)?;
+            non_negative(n, "power.idle_w", p.idle_w)?;
+        }
         Ok(DeviceModel {
             read: derive_dir(n, "read", &self.read)?,
             write: derive_dir(n, "write", &self.write)?,
@@ -336,7 +351,7 @@ impl ProfileSpec {
     }
 }
 
-fn dir(
+pub(crate) fn dir(
     latency_us_4k: f64,
     latency_us_16k: Option<f64>,
     gb_4k: f64,
@@ -354,7 +369,7 @@ fn dir(
     }
 }
 
-fn spec(
+pub(crate) fn spec(
     name: &str,
     description: &str,
     source: &str,
@@ -374,12 +389,13 @@ fn spec(
         gc_every_mb: 0.0,
         gc_pause_us: 0.0,
         fixed_rate_ops_per_s: None,
+        power: None,
         cite: BTreeMap::new(),
     }
 }
 
 /// Cites `text` for each parameter in `names`.
-fn cite(p: &mut ProfileSpec, names: &[&str], text: &str) {
+pub(crate) fn cite(p: &mut ProfileSpec, names: &[&str], text: &str) {
     for n in names {
         p.cite.insert((*n).to_string(), text.to_string());
     }
@@ -388,7 +404,7 @@ fn cite(p: &mut ProfileSpec, names: &[&str], text: &str) {
 const ORTHUS_T1: &str = "Orthus (FAST '21) Table 1";
 const MOST_T1: &str = "MOST Table 1 (QD1 read latency; 32-thread bandwidth)";
 
-const LAT: [&str; 2] = ["read.latency_us_4k", "write.latency_us_4k"];
+pub(crate) const LAT: [&str; 2] = ["read.latency_us_4k", "write.latency_us_4k"];
 
 const HIBACHI_LAT: &str = "Hibachi (MSST '17) §V-B: average DRAM access latency 50 ns; NVRAM read latency 1, 5 and 10x DRAM's";
 
@@ -708,6 +724,7 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
         "One head: random accesses are served one at a time",
     );
     v.push(hdd);
+    crate::tica_profiles::add_tica_devices(&mut v);
     for mb in [50.0, 25.0, 10.0] {
         let mut f = spec(
             &format!("flashsim-{}", mb as u32),

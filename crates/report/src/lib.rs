@@ -167,6 +167,10 @@ pub struct RatioTo {
     pub column: String,
     /// The reference rows' value of that column.
     pub value: toml_like::Scalar,
+    /// Key columns that may differ too (a reference policy run on other
+    /// devices: `also_differ = ["devices"]`).
+    #[serde(default)]
+    pub also_differ: Vec<String>,
 }
 
 /// A figure: which columns go where. Written as `[[plot]]` in experiment
@@ -262,6 +266,9 @@ impl PlotSpec {
         }
         if let Some(r) = &self.ratio_to {
             named.push(("ratio_to.column", r.column.clone()));
+            for c in &r.also_differ {
+                named.push(("ratio_to.also_differ", c.clone()));
+            }
         }
         for (field, c) in named {
             if !has(&c) {
@@ -343,13 +350,19 @@ pub fn arrange(spec: &PlotSpec, table: &Table) -> Result<Vec<Panel>, PlotError> 
             FilterValue::Many(l) => l.iter().any(|s| s.matches(&row[*i])),
         })
     };
-    // Reference rows for ratios: keyed by every key column but the ratio's.
+    // Reference rows for ratios: keyed by every key column but the ratio's
+    // (and those that may differ too).
+    let also: Vec<usize> = spec
+        .ratio_to
+        .iter()
+        .flat_map(|r| r.also_differ.iter().map(|c| col(c)))
+        .collect();
     let ratio_key = |row: &[String], skip: usize| -> Vec<String> {
         let mut k: Vec<String> = table
             .key_columns
             .iter()
             .filter_map(|c| table.column(c))
-            .filter(|&i| i != skip)
+            .filter(|&i| i != skip && !also.contains(&i))
             .map(|i| row[i].clone())
             .collect();
         if spec.data == PlotData::Timeseries {
@@ -492,6 +505,44 @@ mod tests {
         let nhc = &panels[0].series[1];
         assert!((nhc.points[0].1 - 1.1).abs() < 1e-12);
         assert!((nhc.points[1].1 - 1.5).abs() < 1e-12);
+    }
+
+    /// A reference policy run on other devices: without `also_differ`
+    /// no row has a reference, with it each row finds its workload's.
+    #[test]
+    fn a_ratio_may_ignore_columns_that_differ_too() {
+        let mut t = Table::new(
+            ["trace", "devices", "policy", "y"]
+                .map(String::from)
+                .to_vec(),
+            ["trace", "devices", "policy"].map(String::from).to_vec(),
+        );
+        for (trace, devices, policy, y) in [
+            ("a", "ro+wo", "tica", "8"),
+            ("a", "wo+wo", "ucache", "10"),
+            ("b", "ro+wo", "tica", "9"),
+            ("b", "wo+wo", "ucache", "6"),
+        ] {
+            t.rows
+                .push([trace, devices, policy, y].map(String::from).to_vec());
+        }
+        let spec = |extra: &str| -> PlotSpec {
+            toml::from_str(&format!(
+                "name = \"p\"\nx = \"trace\"\ny = \"y\"\nseries = \"policy\"\nratio_to = {{ column = \"policy\", value = \"ucache\"{extra} }}"
+            ))
+            .unwrap()
+        };
+        let panels = arrange(&spec(""), &t).unwrap();
+        let tica = panels[0].series.iter().find(|s| s.label == "tica");
+        assert!(tica.is_none(), "no reference on the same devices");
+        let panels = arrange(&spec(", also_differ = [\"devices\"]"), &t).unwrap();
+        let tica = panels[0].series.iter().find(|s| s.label == "tica").unwrap();
+        assert_eq!(
+            tica.points,
+            vec![("a".to_string(), 0.8), ("b".to_string(), 1.5)]
+        );
+        let e = arrange(&spec(", also_differ = [\"colour\"]"), &t).unwrap_err();
+        assert_eq!(e.field, "ratio_to.also_differ");
     }
 
     #[test]

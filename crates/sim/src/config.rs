@@ -14,7 +14,10 @@ use crate::workload::{volume_blocks_needed, Pattern, Schedule, WorkloadSpec};
 use tiermux_device::DeviceModel;
 use tiermux_device::{lookup_profile, ProfileSpec};
 
+use crate::energy::DevicePower;
 use crate::kvconfig::KvSpec;
+use crate::trace_run::LoadedTrace;
+use tiermux_trace::TraceSource;
 
 /// How clients generate load.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -38,6 +41,11 @@ pub struct ClientSpec {
     /// Pause of a closed-loop worker between requests, µs.
     #[serde(default)]
     pub think_time_us: f64,
+    /// Issue a trace's requests at their recorded times, this many times
+    /// faster (open loop; a run with a `trace` only). Without it, the
+    /// clients take the trace's requests in order as they are ready.
+    #[serde(default)]
+    pub replay_speedup: Option<f64>,
 }
 
 impl Default for ClientSpec {
@@ -48,6 +56,7 @@ impl Default for ClientSpec {
             rate_ops_per_s: None,
             schedule: Schedule::Constant,
             think_time_us: 0.0,
+            replay_speedup: None,
         }
     }
 }
@@ -88,9 +97,23 @@ pub struct SimConfig {
     /// Size of the volume, blocks (default: what the workload needs).
     #[serde(default)]
     pub volume_blocks: Option<u64>,
+    /// The cache size as a share of the working set (instead of
+    /// `cache_blocks`; needs a trace or `workload.working_set_blocks`).
+    #[serde(default)]
+    pub cache_share: Option<f64>,
+    /// The middle devices' sizes as shares of the working set (instead of
+    /// `middle_device_blocks`).
+    #[serde(default)]
+    pub middle_device_shares: Vec<f64>,
     /// The workload.
     #[serde(default)]
     pub workload: WorkloadSpec,
+    /// Replay this block trace instead of the synthetic workload: its
+    /// distinct pages are the working set, renumbered in order onto the
+    /// volume ([`tiermux_trace::TimedTrace`]). The run ends when its last
+    /// request is done, or at `duration_s`.
+    #[serde(default)]
+    pub trace: Option<TraceSource>,
     /// The clients.
     #[serde(default)]
     pub client: ClientSpec,
@@ -150,7 +173,10 @@ impl Default for SimConfig {
             roles: Vec::new(),
             middle_device_blocks: Vec::new(),
             volume_blocks: None,
+            cache_share: None,
+            middle_device_shares: Vec::new(),
             workload: WorkloadSpec::default(),
+            trace: None,
             client: ClientSpec::default(),
             duration_s: default_duration(),
             warmup_s: default_warmup(),
@@ -201,6 +227,11 @@ pub enum ClientMode {
         /// Base rate, ops/s.
         rate_ops_per_s: f64,
     },
+    /// A trace's requests at their recorded times, sped up.
+    Recorded {
+        /// Recorded time over simulated time.
+        speedup: f64,
+    },
 }
 
 /// A checked configuration with everything computed.
@@ -220,6 +251,10 @@ pub struct Resolved {
     pub controller_names: Vec<String>,
     /// Clients.
     pub client: ClientMode,
+    /// The trace replayed, in a trace run.
+    pub trace: Option<LoadedTrace>,
+    /// Each device's power, where its profile gives one.
+    pub power: Vec<Option<DevicePower>>,
 }
 
 /// A device named `array:NAME` is the disk array NAME
@@ -297,22 +332,103 @@ impl SimConfig {
     /// Validates the configuration and computes the derived quantities.
     pub fn resolve(&self) -> Result<Resolved, ConfigError> {
         let devices = self.resolve_devices()?;
-        self.check_sizes_and_times()?;
-        self.check_workload()?;
-        let (working_set, volume_blocks) = self.resolve_volume()?;
-        let client = self.resolve_client()?;
-        let params = params_from_toml(&self.policy_params()?)?;
-        let volume = volume_spec(self, &devices, volume_blocks);
-        let controller_names = self.check_policy(&params, &volume)?;
+        let trace = self.resolve_trace()?;
+        let sized = self.sized_by_shares(trace.as_ref().map(|t| t.0.distinct_blocks))?;
+        sized.check_sizes_and_times()?;
+        sized.check_workload()?;
+        let (working_set, volume_blocks) = match &trace {
+            Some(t) => sized.resolve_trace_volume(t.0.distinct_blocks)?,
+            None => sized.resolve_volume()?,
+        };
+        let client = sized.resolve_client()?;
+        let params = params_from_toml(&sized.policy_params()?)?;
+        let volume = volume_spec(&sized, &devices, volume_blocks);
+        let controller_names = sized.check_policy(&params, &volume)?;
         Ok(Resolved {
             controller_names,
-            cfg: self.clone(),
+            cfg: sized,
             devices,
             working_set,
             volume_blocks,
             params,
             client,
+            trace,
+            power: crate::energy::device_powers(self),
         })
+    }
+
+    /// The trace of a trace run, read (once per process); checks that
+    /// nothing else chooses the requests.
+    fn resolve_trace(&self) -> Result<Option<LoadedTrace>, ConfigError> {
+        let Some(source) = &self.trace else {
+            check(
+                "client.replay_speedup",
+                self.client.replay_speedup.is_none(),
+                || "replays a trace's times; the run has no trace".into(),
+            )?;
+            return Ok(None);
+        };
+        check("trace", self.kv.is_none(), || {
+            "a key-value run chooses keys, not a trace's blocks; leave out [trace] or [kv]".into()
+        })?;
+        check("workload", self.workload == WorkloadSpec::default(), || {
+            "a trace run takes its requests from the trace; leave out [workload]".into()
+        })?;
+        crate::trace_run::load(source, self.block_size).map(Some)
+    }
+
+    /// A trace run's working set and volume: the trace's distinct blocks.
+    fn resolve_trace_volume(&self, distinct_blocks: u64) -> Result<(u64, u64), ConfigError> {
+        let volume_blocks = self.volume_blocks.unwrap_or(distinct_blocks);
+        check("volume_blocks", volume_blocks >= distinct_blocks, || {
+            format!("must hold the trace's {distinct_blocks} distinct blocks, got {volume_blocks}")
+        })?;
+        Ok((distinct_blocks, volume_blocks))
+    }
+
+    /// This configuration with `cache_share` and `middle_device_shares`
+    /// turned into blocks of the working set (the trace's, or the
+    /// workload's `working_set_blocks`).
+    fn sized_by_shares(&self, trace_blocks: Option<u64>) -> Result<SimConfig, ConfigError> {
+        let mut c = self.clone();
+        if self.cache_share.is_none() && self.middle_device_shares.is_empty() {
+            return Ok(c);
+        }
+        let field = if self.cache_share.is_some() {
+            "cache_share"
+        } else {
+            "middle_device_shares"
+        };
+        let working_set = trace_blocks
+            .or(self.workload.working_set_blocks)
+            .ok_or_else(|| {
+                ConfigError::new(
+                    field,
+                    "a share of the working set needs a trace or workload.working_set_blocks",
+                )
+            })?;
+        let blocks = |field: &str, share: f64| {
+            check(field, share.is_finite() && share > 0.0, || {
+                format!("must be a positive share, got {share}")
+            })?;
+            Ok::<u64, ConfigError>(((working_set as f64 * share).round() as u64).max(1))
+        };
+        if let Some(share) = self.cache_share {
+            c.cache_blocks = blocks("cache_share", share)?;
+        }
+        if !self.middle_device_shares.is_empty() {
+            check(
+                "middle_device_shares",
+                self.middle_device_blocks.is_empty(),
+                || "give middle_device_blocks or middle_device_shares, not both".into(),
+            )?;
+            c.middle_device_blocks = self
+                .middle_device_shares
+                .iter()
+                .map(|&s| blocks("middle_device_shares", s))
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(c)
     }
 
     /// The devices' models, from built-in or inline profiles.
@@ -546,6 +662,22 @@ impl SimConfig {
 
     fn resolve_client(&self) -> Result<ClientMode, ConfigError> {
         let c = self;
+        if let Some(speedup) = c.client.replay_speedup {
+            check(
+                "client.replay_speedup",
+                speedup.is_finite() && speedup > 0.0,
+                || format!("must be positive, got {speedup}"),
+            )?;
+            let others = [
+                c.client.workers.is_some(),
+                c.client.load.is_some(),
+                c.client.rate_ops_per_s.is_some(),
+            ];
+            check("client", !others.contains(&true), || {
+                "replay_speedup sets when requests arrive; leave out workers, load and rate_ops_per_s".into()
+            })?;
+            return Ok(ClientMode::Recorded { speedup });
+        }
         let client = match (c.client.workers, c.client.load, c.client.rate_ops_per_s) {
             (Some(n), None, None) => {
                 check("client.workers", n >= 1, || "must be at least 1".into())?;

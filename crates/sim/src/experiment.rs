@@ -221,6 +221,12 @@ impl Parser<'_> {
             let line = line_of_key(text, field.rsplit('.').next().unwrap_or("base"));
             self.err(line, &field, msg)
         })?;
+        let mut cfg = cfg;
+        // A trace file is named relative to the experiment file.
+        if let Some(t) = cfg.trace.as_mut() {
+            let dir = Path::new(self.file).parent().unwrap_or(Path::new(""));
+            t.path = t.resolved_path(dir);
+        }
         let resolved = cfg.resolve().map_err(|e: ConfigError| {
             self.err(line_of_key(text, &e.field), &e.field, e.message.clone())
         })?;
@@ -539,6 +545,8 @@ const RUN_COLUMNS: &[&str] = &[
     "get_mean_latency_us",
     "get_p99_latency_us",
     "kv_refused",
+    "measured_s",
+    "energy_j",
 ];
 
 /// Result columns of a time-series sample after the swept keys and policy.
@@ -642,6 +650,8 @@ pub fn run_cells(
     cols.push(num(kv.map_or(f64::NAN, |k| k.get_mean_latency_us)));
     cols.push(num(kv.map_or(f64::NAN, |k| k.get_p99_latency_us)));
     cols.push(kv.map_or(String::new(), |k| k.refused.to_string()));
+    cols.push(num(r.measured_s));
+    cols.push(num(r.energy_j));
     for i in 2..devices {
         match dev(i) {
             Some(d) => {

@@ -9,11 +9,13 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod energy;
 pub mod experiment;
 pub mod kvconfig;
 pub mod kvworkloads;
 pub mod presets;
 pub mod sim;
+pub mod trace_run;
 pub mod workload;
 
 pub use config::{ClientSpec, ConfigError, SimConfig};

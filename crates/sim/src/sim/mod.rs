@@ -26,6 +26,7 @@ mod results;
 pub use loadx::{load_unit_workers, run};
 pub use results::{DeviceResult, KvResult, RunResult, Sample};
 
+use crate::trace_run::TraceCursor;
 use crate::workload::Workload;
 use tiermux_device::{DeviceCounters, SimDevice};
 
@@ -195,6 +196,8 @@ pub struct Simulator {
     violation: Option<String>,
     /// The key-value clients, in a key-value run.
     kv: Option<kv::KvFront>,
+    /// Where a trace run is in its trace.
+    trace: Option<TraceCursor>,
 }
 
 impl Simulator {
@@ -286,6 +289,7 @@ impl Simulator {
             events_processed: 0,
             violation: None,
             kv: kv::front_for(&r),
+            trace: r.trace.clone().map(TraceCursor::new),
             r,
         })
     }
@@ -316,7 +320,8 @@ impl Simulator {
         match self.r.cfg.kv.as_ref().map(|k| k.prefill) {
             Some(true) => self.kv_prefill(),
             Some(false) => {}
-            None if self.r.cfg.prefill => self.prefill(),
+            // A trace run starts cold: its hot blocks are not known ahead.
+            None if self.r.cfg.prefill && self.trace.is_none() => self.prefill(),
             None => {}
         }
         let schedule = self.r.cfg.client.schedule.clone();
@@ -329,6 +334,7 @@ impl Simulator {
                 self.load_factor = schedule.factor(0.0);
                 self.push(0, Ev::Arrival);
             }
+            ClientMode::Recorded { .. } => self.push_recorded_arrival(),
             ClientMode::Load { .. } => unreachable!("load is resolved by run()"),
         }
         for t in schedule.change_points(self.r.cfg.duration_s, 0.01) {
@@ -405,6 +411,27 @@ impl Simulator {
                 self.set_workers((workers as f64 * f).round().max(1.0) as u32)
             }
             ClientMode::Open { .. } | ClientMode::Load { .. } => self.load_factor = f,
+            ClientMode::Recorded { .. } => {}
+        }
+    }
+
+    /// Schedules the trace's next request at its recorded time, sped up.
+    fn push_recorded_arrival(&mut self) {
+        let ClientMode::Recorded { speedup } = self.r.client else {
+            unreachable!("recorded arrivals in a recorded-time run only")
+        };
+        if let Some(t) = self.trace.as_ref().and_then(|c| c.next_time_ns()) {
+            let at = ((t as f64 / speedup) as u64).max(self.now);
+            self.push(at, Ev::Arrival);
+        }
+    }
+
+    /// Ends a trace run once its last request is done: the measurements
+    /// stop there, not at `duration_s`.
+    fn end_if_trace_done(&mut self) {
+        let outstanding = self.reqs.len() - self.free_reqs.len();
+        if outstanding == 0 && self.trace.as_ref().is_some_and(|c| c.is_done()) {
+            self.end_ns = self.end_ns.min(self.now);
         }
     }
 
@@ -414,6 +441,15 @@ impl Simulator {
             self.issue(u32::MAX);
         } else {
             self.dropped += 1;
+            if let Some(c) = self.trace.as_mut() {
+                c.next_request();
+            }
+        }
+        if let ClientMode::Recorded { .. } = self.r.client {
+            return self.push_recorded_arrival();
+        }
+        if self.trace.as_ref().is_some_and(|c| c.is_done()) {
+            return;
         }
         let rate = self.open_rate * self.load_factor;
         if rate > 0.0 {
@@ -426,7 +462,19 @@ impl Simulator {
         if self.kv.is_some() {
             return self.kv_issue(worker, kv::CHOOSE_KEY);
         }
-        let g = self.workload.next(self.now);
+        let g = match self.trace.as_mut() {
+            None => self.workload.next(self.now),
+            Some(c) => match c.next_request() {
+                Some(g) => g,
+                None => {
+                    // The trace is done: this worker stops.
+                    if worker != u32::MAX {
+                        self.running_workers -= 1;
+                    }
+                    return self.end_if_trace_done();
+                }
+            },
+        };
         let req = Req {
             start_ns: self.now,
             op: Some(g.op),
@@ -592,6 +640,7 @@ impl Simulator {
     fn request_done(&mut self, req: Req) {
         self.record_request(&req);
         self.next_for_worker(req.worker);
+        self.end_if_trace_done();
     }
 
     /// Counts a finished request in the measurements.

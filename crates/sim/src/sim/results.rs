@@ -32,6 +32,9 @@ pub struct DeviceResult {
     pub migrated_bytes: u64,
     /// Bytes written in total.
     pub written_bytes: u64,
+    /// Energy over the measured time, J (the TICA paper's equation 2;
+    /// NaN when the device's profile gives no power).
+    pub energy_j: f64,
 }
 
 /// One time-series sample.
@@ -96,6 +99,12 @@ pub struct RunResult {
     pub convergence_s: Option<f64>,
     /// The key-value cache's figures, in a key-value run.
     pub kv: Option<KvResult>,
+    /// Length of the measured time, s (a trace run's ends with its last
+    /// request).
+    pub measured_s: f64,
+    /// Energy of the devices whose profile gives power, over the measured
+    /// time, J (NaN when none does).
+    pub energy_j: f64,
 }
 
 /// What a key-value run measures beyond the common figures (there, the
@@ -155,6 +164,7 @@ impl Simulator {
         let load = match self.r.client {
             ClientMode::Closed { .. } => (self.running_workers - self.retiring) as f64,
             ClientMode::Open { .. } | ClientMode::Load { .. } => self.load_factor,
+            ClientMode::Recorded { speedup } => speedup,
         };
         self.samples.push(Sample {
             t_s: self.now as f64 / 1e9,
@@ -196,12 +206,13 @@ impl Simulator {
         let secs = (self.end_ns - self.warmup_ns.min(self.end_ns)).max(1) as f64 / 1e9;
         let w = &self.window;
         let classified = w.read_hits + w.read_misses;
-        let devices = self
+        let devices: Vec<DeviceResult> = self
             .devices
             .iter()
             .zip(&self.dev_at_warmup)
             .zip(&self.r.devices)
-            .map(|((d, s), (name, _))| {
+            .zip(&self.r.power)
+            .map(|(((d, s), (name, _)), power)| {
                 let c = d.counters;
                 let rb = c.read_bytes - s.read_bytes;
                 let wb = c.write_bytes - s.write_bytes;
@@ -220,6 +231,9 @@ impl Simulator {
                     flushed_bytes: purpose(Purpose::Flush),
                     migrated_bytes: purpose(Purpose::Migrate),
                     written_bytes: wb,
+                    energy_j: power.map_or(f64::NAN, |p| {
+                        p.energy_j(c.read_ops - s.read_ops, c.write_ops - s.write_ops, secs)
+                    }),
                 }
             })
             .collect();
@@ -236,7 +250,16 @@ impl Simulator {
                 refused: kv.refused - kv.refused_at_warmup,
             }
         });
+        let powered = devices.iter().map(|d| d.energy_j).filter(|j| !j.is_nan());
+        let energy_j = powered.clone().sum::<f64>();
+        let energy_j = if powered.count() == 0 {
+            f64::NAN
+        } else {
+            energy_j
+        };
         RunResult {
+            measured_s: secs,
+            energy_j,
             policy: self.r.cfg.policy.clone(),
             throughput_ops_per_s: w.requests as f64 / secs,
             throughput_bytes_per_s: w.bytes as f64 / secs,
@@ -252,7 +275,9 @@ impl Simulator {
             requests: w.requests,
             workers: match self.r.client {
                 ClientMode::Closed { workers } => workers,
-                ClientMode::Open { .. } | ClientMode::Load { .. } => 0,
+                ClientMode::Open { .. } | ClientMode::Load { .. } | ClientMode::Recorded { .. } => {
+                    0
+                }
             },
             working_set_blocks: self.r.working_set,
             devices,

@@ -164,8 +164,9 @@ fn raw(dir: &std::path::Path, request: &[u8]) -> String {
     answer
 }
 
-/// Bad requests get an error that names the problem, and a client that
-/// sends nothing holds up no other.
+/// Bad requests get an error that names the problem, a client that sends
+/// nothing holds up no other, and idle clients cannot open connections
+/// without end.
 #[test]
 fn bad_control_requests_are_answered_with_errors() {
     let dir = data_dir("control-bad");
@@ -178,6 +179,32 @@ fn bad_control_requests_are_answered_with_errors() {
         "held up by a silent client"
     );
     drop(silent);
+    // Silent clients fill every connection: one more is told the socket is
+    // busy, and once they leave, requests are answered again.
+    let connect = || std::os::unix::net::UnixStream::connect(dir.join("ctl.sock")).unwrap();
+    let mut held: Vec<_> = (0..tiermux_server::control::MAX_CONNECTIONS)
+        .map(|_| connect())
+        .collect();
+    // A connection from before may still be closing when one of these
+    // arrives, which is then refused: hold one more until the socket is
+    // busy.
+    let t0 = Instant::now();
+    loop {
+        let answer = raw(&dir, b"get\n");
+        if answer.starts_with("error\nbusy: 16 control connections") {
+            break;
+        }
+        assert!(answer.starts_with("ok"), "{answer}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "never busy");
+        held.push(connect());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(held);
+    let t0 = Instant::now();
+    while !raw(&dir, b"get write_mode\n").starts_with("ok") {
+        assert!(t0.elapsed() < Duration::from_secs(5), "still busy");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let answer = raw(&dir, b"get \xff\xfe\n");
     assert!(
         answer.starts_with("error\nrequest is not UTF-8"),

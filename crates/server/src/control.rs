@@ -17,6 +17,7 @@
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,6 +34,11 @@ pub const MAX_REQUEST_BYTES: usize = 4096;
 
 /// How long a client may take to send its line, and the loop to answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections answered at once; one more is told the socket is busy and
+/// closed, so idle clients cannot make the server start threads without
+/// end.
+pub const MAX_CONNECTIONS: usize = 16;
 
 /// A parsed request.
 #[derive(Clone, Debug, PartialEq)]
@@ -172,20 +178,57 @@ impl ControlEndpoint {
         std::thread::Builder::new()
             .name("tiermux-control".into())
             .spawn(move || {
-                // One thread per connection: a client that sends nothing
-                // holds up no other.
+                // One thread per connection, up to MAX_CONNECTIONS: a
+                // client that sends nothing holds up no other.
+                let open = Arc::new(AtomicUsize::new(0));
                 for stream in listener.incoming().flatten() {
-                    let (inbox, waker, live, info) =
-                        (inbox.clone(), waker.clone(), live.clone(), info.clone());
-                    std::thread::spawn(move || {
-                        let _ = answer(stream, &inbox, &waker, &live, &info);
-                    });
+                    if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+                        open.fetch_sub(1, Ordering::AcqRel);
+                        refuse_busy(&stream);
+                        continue;
+                    }
+                    let (inbox, waker, live, info, conn_open) = (
+                        inbox.clone(),
+                        waker.clone(),
+                        live.clone(),
+                        info.clone(),
+                        open.clone(),
+                    );
+                    let spawned = std::thread::Builder::new()
+                        .name("tiermux-control-conn".into())
+                        .spawn(move || {
+                            let _ = answer(stream, &inbox, &waker, &live, &info);
+                            conn_open.fetch_sub(1, Ordering::AcqRel);
+                        });
+                    if spawned.is_err() {
+                        // No thread: the stream was dropped with the
+                        // closure; count it closed.
+                        open.fetch_sub(1, Ordering::AcqRel);
+                    }
                 }
             })?;
         Ok(ControlEndpoint {
             path: path.to_path_buf(),
         })
     }
+}
+
+/// Tells a connection beyond [`MAX_CONNECTIONS`] that the socket is busy.
+/// Its request line is read first, for at most 50 ms (the accept thread
+/// must not wait on a silent client), so that closing does not reset the
+/// connection before the client reads the answer.
+fn refuse_busy(stream: &UnixStream) {
+    let short = Some(Duration::from_millis(50));
+    let _ = stream.set_read_timeout(short);
+    let _ = stream.set_write_timeout(short);
+    let mut line = Vec::new();
+    let mut reader = BufReader::new(io::Read::take(stream, MAX_REQUEST_BYTES as u64 + 1));
+    let _ = reader.read_until(b'\n', &mut line);
+    let mut out = stream;
+    let _ = write!(
+        out,
+        "error\nbusy: {MAX_CONNECTIONS} control connections are open; try again\n"
+    );
 }
 
 /// Reads one request from `stream` and writes its answer.

@@ -30,6 +30,12 @@ pub enum KvCmd {
         /// Directory that relative paths in the config are taken from.
         #[arg(long, default_value = ".")]
         data_dir: PathBuf,
+        /// For testing: keep writes not yet synced apart and, on SIGUSR1,
+        /// simulate a power cut on the real files (unsynced writes lost,
+        /// kept or torn) and exit with status 86. The file (relative to
+        /// the data directory) counts the simulated reboots.
+        #[arg(long, value_name = "STATE_FILE")]
+        simulate_power_loss: Option<PathBuf>,
     },
     /// Run a named key-value workload on the cache over a simulated
     /// hierarchy, for several policies side by side (virtual time).
@@ -202,18 +208,30 @@ pub fn run(cmd: KvCmd) -> Result<()> {
             config,
             listen,
             data_dir,
-        } => serve(&config, listen.as_deref(), &data_dir),
+            simulate_power_loss,
+        } => serve(
+            &config,
+            listen.as_deref(),
+            &data_dir,
+            simulate_power_loss.as_deref(),
+        ),
         KvCmd::Bench(args) => crate::kv_bench::run(args),
     }
 }
 
-fn serve(config: &Path, listen: Option<&str>, data_dir: &Path) -> Result<()> {
+fn serve(
+    config: &Path,
+    listen: Option<&str>,
+    data_dir: &Path,
+    power_loss: Option<&Path>,
+) -> Result<()> {
     let (vol_cfg, machine_cfg, mut addr) = load(config, data_dir)?;
     if let Some(l) = listen {
         addr = Listen::parse(l, data_dir)?;
     }
     precise_timers();
-    let mut reactor = build_reactor(vol_cfg.reactor).context("cannot set up the I/O reactor")?;
+    let reactor = build_reactor(vol_cfg.reactor).context("cannot set up the I/O reactor")?;
+    let mut reactor = crate::serve::power_loss_on_sigusr1(reactor, data_dir, power_loss)?;
     let vol = Volume::open(&vol_cfg, reactor.as_mut())?;
     let machine = Machine::new(machine_cfg.clone()).map_err(|e| anyhow::anyhow!("kv.{e}"))?;
     let mut server = KvServer::new(addr.clone(), machine);

@@ -133,6 +133,27 @@ pub struct ServeOptions<'a> {
     pub control: Option<&'a Path>,
 }
 
+/// `r` as it is, or with a state file (relative to `data_dir`) wrapped so
+/// that writes not yet synced are kept apart and SIGUSR1 simulates a power
+/// cut on the real files (`reactor/power_loss.rs`), for `--simulate-power-loss`.
+pub fn power_loss_on_sigusr1(
+    r: Box<dyn Reactor>,
+    data_dir: &Path,
+    state: Option<&Path>,
+) -> Result<Box<dyn Reactor>> {
+    let Some(state) = state else {
+        return Ok(r);
+    };
+    let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, cut.clone())
+        .context("cannot install the SIGUSR1 handler")?;
+    let state = data_dir.join(state);
+    let wrapped = PowerLossReactor::new(r, state.clone(), cut)
+        .with_context(|| format!("power-loss state {}", state.display()))?;
+    eprintln!("tiermux: simulating power loss: SIGUSR1 cuts the power (unsynced writes are lost, kept or torn)");
+    Ok(Box::new(wrapped))
+}
+
 /// Runs the server for `config`; relative paths are taken from `data_dir`.
 pub fn serve(config: &Path, data_dir: &Path, opts: ServeOptions<'_>) -> Result<()> {
     let ServeOptions {
@@ -145,19 +166,7 @@ pub fn serve(config: &Path, data_dir: &Path, opts: ServeOptions<'_>) -> Result<(
     if let Some(s) = socket {
         cfg.listen = Listen::Unix(data_dir.join(s));
     }
-    let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let wrap = |r: Box<dyn Reactor>| -> Result<Box<dyn Reactor>> {
-        let Some(state) = power_loss else {
-            return Ok(r);
-        };
-        signal_hook::flag::register(signal_hook::consts::SIGUSR1, cut.clone())
-            .context("cannot install the SIGUSR1 handler")?;
-        let state = data_dir.join(state);
-        let wrapped = PowerLossReactor::new(r, state.clone(), cut.clone())
-            .with_context(|| format!("power-loss state {}", state.display()))?;
-        eprintln!("tiermux: simulating power loss: SIGUSR1 cuts the power (unsynced writes are lost, kept or torn)");
-        Ok(Box::new(wrapped))
-    };
+    let wrap = |r: Box<dyn Reactor>| power_loss_on_sigusr1(r, data_dir, power_loss);
     let Ready {
         mut rt,
         mut server,

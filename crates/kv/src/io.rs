@@ -24,6 +24,11 @@ pub enum IoKind {
     Write {
         /// The bytes to write.
         data: Vec<u8>,
+        /// The write must be on stable storage when it completes (a FUA
+        /// write): the store's log, checkpoints and superblocks, whose
+        /// completion acknowledges puts or lets later writes reuse space.
+        /// A cache's writes need not be (a restarted cache ignores them).
+        durable: bool,
     },
     /// Discard `len_bytes` bytes (a TRIM): the layer no longer needs them,
     /// and a later read may return anything. Lets the volume free the
@@ -50,7 +55,7 @@ impl IoRequest {
     pub fn len_bytes(&self) -> u64 {
         match &self.kind {
             IoKind::Read { len_bytes } | IoKind::Trim { len_bytes } => *len_bytes as u64,
-            IoKind::Write { data } => data.len() as u64,
+            IoKind::Write { data, .. } => data.len() as u64,
         }
     }
 }

@@ -272,7 +272,13 @@ impl Loc {
         data.resize(round_up_blocks(data.len() as u64) as usize, 0);
         region.state = State::Flushing;
         self.flushing += 1;
-        let id = io.push(self.region_offset(r), IoKind::Write { data });
+        let id = io.push(
+            self.region_offset(r),
+            IoKind::Write {
+                data,
+                durable: false,
+            },
+        );
         self.stats.region_writes += 1;
         self.ios.insert(id, Pending::Flush(r));
     }

@@ -91,7 +91,7 @@ impl MemStorage {
         let mut failed = Vec::new();
         for req in std::mem::take(&mut self.in_flight) {
             failed.push((req.id, Err(EIO)));
-            if let IoKind::Write { data } = req.kind {
+            if let IoKind::Write { data, .. } = req.kind {
                 let block = crate::BLOCK_BYTES as usize;
                 for (i, chunk) in data.chunks(block).enumerate() {
                     if land(req.offset + (i * block) as u64) {
@@ -129,7 +129,7 @@ impl MemStorage {
             IoKind::Read { len_bytes } if !fail => {
                 Ok(self.bytes[at..at + len_bytes as usize].to_vec())
             }
-            IoKind::Write { data } => {
+            IoKind::Write { data, .. } => {
                 let blocks = data.len() / crate::BLOCK_BYTES as usize;
                 let done = if fail {
                     self.rng.below(blocks as u64 + 1) as usize

@@ -315,7 +315,13 @@ impl Soc {
             .as_ref()
             .expect("an image to write")
             .encode(self.generation);
-        let id = io.push(offset, IoKind::Write { data });
+        let id = io.push(
+            offset,
+            IoKind::Write {
+                data,
+                durable: false,
+            },
+        );
         busy.write = Some(id);
         busy.changed = false;
         self.stats.writes += 1;

@@ -390,10 +390,10 @@ impl Front<'_> {
                     offset: req.offset,
                     len: len_bytes,
                 },
-                IoKind::Write { data } => Request::Write {
+                IoKind::Write { data, durable } => Request::Write {
                     offset: req.offset,
                     data,
-                    fua: false,
+                    fua: durable,
                 },
                 IoKind::Trim { len_bytes } => Request::Trim {
                     offset: req.offset,

@@ -21,9 +21,15 @@ impl Drop for Served {
 /// Serves `config` (a volume config with a `[kv]` table listening on
 /// port 0) from `dir`, and waits until it listens.
 pub fn serve(dir: &Path, config: &str) -> Served {
+    serve_with(dir, config, &[])
+}
+
+/// Like [`serve`], with more arguments for `tiermux kv serve`.
+pub fn serve_with(dir: &Path, config: &str, extra: &[&str]) -> Served {
     std::fs::write(dir.join("kv.toml"), config).expect("config");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
         .args(["kv", "serve", "kv.toml"])
+        .args(extra)
         .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

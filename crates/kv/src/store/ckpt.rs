@@ -83,7 +83,13 @@ impl Checkpointer {
             .enumerate()
             .map(|(i, piece)| {
                 let data = piece.to_vec();
-                io.push(base + i as u64 * PIECE_BYTES, IoKind::Write { data })
+                io.push(
+                    base + i as u64 * PIECE_BYTES,
+                    IoKind::Write {
+                        data,
+                        durable: true,
+                    },
+                )
             })
             .collect::<Vec<_>>();
         if ids.is_empty() {
@@ -102,6 +108,7 @@ impl Checkpointer {
             next.offset(),
             IoKind::Write {
                 data: next.encode(),
+                durable: true,
             },
         );
         self.state = State::Super { id, next };

@@ -217,7 +217,13 @@ impl LogWriter {
         let f = self.flight.as_mut().expect("a built write");
         assert!(f.id.is_none(), "a write issued twice");
         let data = std::mem::take(&mut f.data);
-        f.id = Some(io.push(f.phys, IoKind::Write { data }));
+        f.id = Some(io.push(
+            f.phys,
+            IoKind::Write {
+                data,
+                durable: true,
+            },
+        ));
     }
 
     /// Whether `id` is the write in flight.

@@ -281,7 +281,13 @@ impl Recovery {
         sb.seq += 1;
         sb.boot += 1;
         self.sb = Some(sb);
-        let id = io.push(sb.offset(), IoKind::Write { data: sb.encode() });
+        let id = io.push(
+            sb.offset(),
+            IoKind::Write {
+                data: sb.encode(),
+                durable: true,
+            },
+        );
         self.ids.push((id, sb.offset()));
         self.stage = Stage::WriteSuper;
         Progress::Busy

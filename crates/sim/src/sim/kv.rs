@@ -147,7 +147,7 @@ impl KvFront {
         while let Some(io) = self.machine.pop_io() {
             let at = io.offset as usize;
             match io.kind {
-                IoKind::Write { data } => {
+                IoKind::Write { data, .. } => {
                     self.store[at..at + data.len()].copy_from_slice(&data);
                     let first = io.offset / tiermux_kv::BLOCK_BYTES;
                     let n = data.len() as u64 / tiermux_kv::BLOCK_BYTES;
@@ -469,7 +469,7 @@ impl Simulator {
         let n = len_bytes / bs;
         let (op, write) = match io.kind {
             IoKind::Read { .. } => (Op::Read, None),
-            IoKind::Write { data } => (Op::Write, Some(data)),
+            IoKind::Write { data, .. } => (Op::Write, Some(data)),
             IoKind::Trim { .. } => return self.kv_trim(io.id, first, n),
         };
         let kv = self.kv();

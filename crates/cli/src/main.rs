@@ -15,6 +15,7 @@ mod bench;
 mod figures;
 mod kv_bench;
 mod kv_cmd;
+mod policies_cmd;
 mod profiles;
 mod report_cmd;
 mod serve;
@@ -313,9 +314,7 @@ fn main() {
             }
         }
         Cmd::Policies => {
-            for p in tiermux_core::REGISTRY {
-                outln!("{:10} {}", p.name, p.summary);
-            }
+            outln!("{}", policies_cmd::listing().trim_end());
             Ok(())
         }
     };

@@ -215,6 +215,12 @@ impl Params {
         }
     }
 
+    /// Every name read so far, set or not, in order: the parameters a
+    /// policy built from this table takes (`tiermux policies` lists them).
+    pub fn read_names(&self) -> Vec<String> {
+        self.used.borrow().iter().cloned().collect()
+    }
+
     /// Fails on the first parameter nobody read (a misspelled name).
     pub fn reject_unused(&self, known_hint: &str) -> Result<(), ParamError> {
         let used = self.used.borrow();

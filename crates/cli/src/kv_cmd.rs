@@ -36,6 +36,11 @@ pub enum KvCmd {
         /// the data directory) counts the simulated reboots.
         #[arg(long, value_name = "STATE_FILE")]
         simulate_power_loss: Option<PathBuf>,
+        /// Take control commands (`tiermux ctl get`/`set`) on this Unix
+        /// socket (relative to the data directory): read and change the
+        /// volume policy's parameters while serving.
+        #[arg(long, value_name = "SOCKET")]
+        control: Option<PathBuf>,
     },
     /// Run a named key-value workload on the cache over a simulated
     /// hierarchy, for several policies side by side (virtual time).
@@ -209,35 +214,54 @@ pub fn run(cmd: KvCmd) -> Result<()> {
             listen,
             data_dir,
             simulate_power_loss,
+            control,
         } => serve(
             &config,
             listen.as_deref(),
             &data_dir,
-            simulate_power_loss.as_deref(),
+            KvServeOptions {
+                power_loss: simulate_power_loss.as_deref(),
+                control: control.as_deref(),
+            },
         ),
         KvCmd::Bench(args) => crate::kv_bench::run(args),
     }
 }
 
-fn serve(
-    config: &Path,
-    listen: Option<&str>,
-    data_dir: &Path,
-    power_loss: Option<&Path>,
-) -> Result<()> {
+/// What `tiermux kv serve` adds to its config.
+struct KvServeOptions<'a> {
+    /// With a state file: SIGUSR1 simulates a power cut.
+    power_loss: Option<&'a Path>,
+    /// The control socket (`tiermux ctl`).
+    control: Option<&'a Path>,
+}
+
+fn serve(config: &Path, listen: Option<&str>, data_dir: &Path, opts: KvServeOptions) -> Result<()> {
     let (vol_cfg, machine_cfg, mut addr) = load(config, data_dir)?;
     if let Some(l) = listen {
         addr = Listen::parse(l, data_dir)?;
     }
     precise_timers();
     let reactor = build_reactor(vol_cfg.reactor).context("cannot set up the I/O reactor")?;
-    let mut reactor = crate::serve::power_loss_on_sigusr1(reactor, data_dir, power_loss)?;
+    let mut reactor = crate::serve::power_loss_on_sigusr1(reactor, data_dir, opts.power_loss)?;
     let vol = Volume::open(&vol_cfg, reactor.as_mut())?;
     let machine = Machine::new(machine_cfg.clone()).map_err(|e| anyhow::anyhow!("kv.{e}"))?;
     let mut server = KvServer::new(addr.clone(), machine);
     let shown = server
         .bind(reactor.waker())
         .with_context(|| format!("cannot listen on {addr}"))?;
+    // Kept to the end: dropping it removes the socket file.
+    let _control = match opts.control {
+        Some(path) => {
+            let path = data_dir.join(path);
+            let endpoint = server
+                .start_control(&path)
+                .with_context(|| format!("control socket {}", path.display()))?;
+            eprintln!("tiermux kv: control on {}", path.display());
+            Some(endpoint)
+        }
+        None => None,
+    };
     let mut rt = Runtime::new(vol, reactor);
     let shutdown = server.shutdown_handle();
     crate::serve::stop_on_signals(move || shutdown.trigger())?;

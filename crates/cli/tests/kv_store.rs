@@ -334,3 +334,59 @@ fn survive(rounds: u64, name: &str, stop: &dyn Fn(&mut Served)) {
         "only {acked_total} writes were acknowledged"
     );
 }
+
+/// `tiermux ctl` with its arguments against the store's control socket:
+/// (succeeded, stdout, stderr).
+fn ctl(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tiermux"))
+        .arg("ctl")
+        .arg(dir.join("ctl.sock"))
+        .args(args)
+        .output()
+        .expect("tiermux ctl runs");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `tiermux kv serve --control`: the volume policy's parameters read and
+/// changed while clients write, a refused change named, and every value
+/// still read back.
+#[test]
+fn the_store_takes_live_changes_on_its_control_socket() {
+    let dir = tempdir("store-control");
+    let config = CONFIG.replace("POLICY", NHC);
+    let s = kv_server::serve_with(&dir, &config, &["--control", "ctl.sock"]);
+    let (ok, text, _) = ctl(&dir, &["get"]);
+    assert!(ok && text.contains("name = \"nhc\""), "{text}");
+    assert!(
+        text.contains("can change while running: write_mode"),
+        "{text}"
+    );
+    let log: Log = Arc::new(Mutex::new(HashMap::new()));
+    let ids = Arc::new(Mutex::new(0u64));
+    let port = s.port;
+    let (l, i) = (log.clone(), ids.clone());
+    let w = std::thread::spawn(move || writer(port, 0, 11, l, i));
+    std::thread::sleep(Duration::from_millis(100));
+    let (ok, _, err) = ctl(&dir, &["set", "write_mode", "wt", "dirty_low_ratio", "0.3"]);
+    assert!(ok, "{err}");
+    let (_, text, _) = ctl(&dir, &["get", "write_mode"]);
+    assert_eq!(text, "write_mode = \"wt\"\n");
+    let (ok, _, err) = ctl(&dir, &["set", "cache_blocks", "16"]);
+    assert!(
+        !ok && err.contains("cannot change while the volume runs"),
+        "{err}"
+    );
+    let (ok, _, err) = ctl(&dir, &["stats"]);
+    assert!(!ok && err.contains("keeps no metrics"), "{err}");
+    std::thread::sleep(Duration::from_millis(100));
+    let mut s = s;
+    s.child.kill().expect("kill -9");
+    s.child.wait().expect("reaped");
+    w.join().expect("the writer");
+    // Restarted (without the change: the config decides), every key
+    // holds its last acknowledged value or a later one.
+    let s = kv_server::serve(&dir, &config);
+    check(s.port, &log);
+    assert!(log.lock().expect("log").values().flatten().any(|e| e.1));
+}

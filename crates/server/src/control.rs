@@ -163,13 +163,13 @@ impl Drop for ControlEndpoint {
 
 impl ControlEndpoint {
     /// Listens on `path` (a stale socket file is replaced) and answers on a
-    /// thread of its own; `get` and `set` go to the loop through `inbox`.
+    /// thread of its own; `get` and `set` go to the loop through `inbox`,
+    /// `stats` renders `metrics` (a server without them refuses it).
     pub(crate) fn start(
         path: &Path,
         inbox: Inbox,
         waker: Waker,
-        live: Arc<Mutex<LiveStats>>,
-        info: VolumeInfo,
+        metrics: Option<(Arc<Mutex<LiveStats>>, VolumeInfo)>,
     ) -> io::Result<ControlEndpoint> {
         if path.exists() {
             std::fs::remove_file(path)?;
@@ -187,17 +187,12 @@ impl ControlEndpoint {
                         refuse_busy(&stream);
                         continue;
                     }
-                    let (inbox, waker, live, info, conn_open) = (
-                        inbox.clone(),
-                        waker.clone(),
-                        live.clone(),
-                        info.clone(),
-                        open.clone(),
-                    );
+                    let (inbox, waker, metrics, conn_open) =
+                        (inbox.clone(), waker.clone(), metrics.clone(), open.clone());
                     let spawned = std::thread::Builder::new()
                         .name("tiermux-control-conn".into())
                         .spawn(move || {
-                            let _ = answer(stream, &inbox, &waker, &live, &info);
+                            let _ = answer(stream, &inbox, &waker, metrics.as_ref());
                             conn_open.fetch_sub(1, Ordering::AcqRel);
                         });
                     if spawned.is_err() {
@@ -236,8 +231,7 @@ fn answer(
     stream: UnixStream,
     inbox: &Inbox,
     waker: &Waker,
-    live: &Arc<Mutex<LiveStats>>,
-    info: &VolumeInfo,
+    metrics: Option<&(Arc<Mutex<LiveStats>>, VolumeInfo)>,
 ) -> io::Result<()> {
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
@@ -255,7 +249,10 @@ fn answer(
     } else {
         let line = String::from_utf8_lossy(&bytes);
         match parse(line.trim_end()) {
-            Ok(Command::Stats) => Ok(render(live, info)),
+            Ok(Command::Stats) => match metrics {
+                Some((live, info)) => Ok(render(live, info)),
+                None => Err("this server keeps no metrics; get and set work".into()),
+            },
             Ok(command) => call_loop(command, inbox, waker),
             Err(e) => Err(e),
         }

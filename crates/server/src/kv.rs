@@ -58,6 +58,7 @@ pub struct KvServer {
     machine: Machine,
     cursors: Cursors,
     stats: KvServerStats,
+    control: crate::control::Inbox,
 }
 
 /// Handle to stop a running key-value server from another thread.
@@ -88,7 +89,20 @@ impl KvServer {
             machine,
             cursors: Cursors::default(),
             stats: KvServerStats::default(),
+            control: Default::default(),
         }
+    }
+
+    /// Listens for control commands (`tiermux ctl`: `get` and `set` of the
+    /// volume policy's parameters) on the Unix socket `path`;
+    /// [`KvServer::run`] carries them out. Call after [`KvServer::bind`].
+    pub fn start_control(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<crate::control::ControlEndpoint> {
+        let waker = self.waker.lock().expect("waker").clone();
+        let waker = waker.ok_or_else(|| std::io::Error::other("the server is not bound yet"))?;
+        crate::control::ControlEndpoint::start(path, self.control.clone(), waker, None)
     }
 
     /// A handle that stops the server.
@@ -225,6 +239,7 @@ impl Frontend for Front<'_> {
     }
 
     fn on_wake(&mut self, io: &mut Io<'_>) {
+        crate::control::serve_calls(&self.server.control, io);
         let new: Vec<Stream> = std::mem::take(&mut *self.server.inbox.lock().expect("inbox"));
         for s in new {
             if self.stopping {

@@ -205,8 +205,7 @@ impl Server {
             path,
             self.control.clone(),
             waker,
-            self.live.clone(),
-            info,
+            Some((self.live.clone(), info)),
         )
     }
 

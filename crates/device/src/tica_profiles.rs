@@ -41,20 +41,26 @@ pub(crate) fn add_tica_devices(v: &mut Vec<ProfileSpec>) {
     if let Some(dram) = v.iter_mut().find(|p| p.name == "dram") {
         set_power(dram, "dram");
     }
-    let mut wo = sata.clone();
-    wo.name = "wo-ssd".into();
-    wo.description = "TICA's write-optimized SATA SSD (model not named)".into();
-    wo.source = format!(
-        "TICA names no model: the timing of `sata-870` ({}); power from {TICA_TABLE1_SOURCE}",
-        sata.source
+    let ssd = |name: &str, what: &str, timing: String| {
+        let mut p = sata.clone();
+        p.name = name.into();
+        p.description = format!("TICA's {what} SATA SSD (model not named)");
+        p.source = format!("TICA names no model: {timing}; power from {TICA_TABLE1_SOURCE}");
+        set_power(&mut p, name);
+        p
+    };
+    let wo = ssd(
+        "wo-ssd",
+        "write-optimized",
+        format!("the timing of `sata-870` ({})", sata.source),
     );
-    set_power(&mut wo, "wo-ssd");
-    let mut ro = sata.clone();
-    ro.name = "ro-ssd".into();
-    ro.description = "TICA's read-optimized SATA SSD (model not named)".into();
-    ro.source = format!(
-        "TICA names no model: reads as `sata-870` ({}); writes five times slower ({TICA_FIG4}); power from {TICA_TABLE1_SOURCE}",
-        sata.source
+    let mut ro = ssd(
+        "ro-ssd",
+        "read-optimized",
+        format!(
+            "reads as `sata-870` ({}); writes five times slower ({TICA_FIG4})",
+            sata.source
+        ),
     );
     let w = &mut ro.write;
     w.latency_us_4k *= RO_WRITE_SLOWDOWN;
@@ -72,7 +78,6 @@ pub(crate) fn add_tica_devices(v: &mut Vec<ProfileSpec>) {
         ],
         &slower,
     );
-    set_power(&mut ro, "ro-ssd");
     let at = v
         .iter()
         .position(|p| p.name == "sata-870")

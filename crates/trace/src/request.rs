@@ -23,6 +23,18 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request of `size_bytes` at `offset_bytes` of `volume`, issued at
+    /// `time_ns`.
+    pub fn new(time_ns: u64, volume: u32, op: Op, offset_bytes: u64, size_bytes: u32) -> Self {
+        Request {
+            time_ns,
+            volume,
+            op,
+            offset_bytes,
+            size_bytes,
+        }
+    }
+
     /// The pages of `page_bytes` bytes the request touches, first to
     /// last: a request that starts or ends inside a page touches all of it.
     pub fn pages(&self, page_bytes: u64) -> std::ops::Range<u64> {

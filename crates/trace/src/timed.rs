@@ -107,27 +107,17 @@ mod tests {
     use super::*;
     use crate::request::Request;
 
-    fn req(time_ns: u64, volume: u32, op: Op, offset_bytes: u64, size_bytes: u32) -> Request {
-        Request {
-            time_ns,
-            volume,
-            op,
-            offset_bytes,
-            size_bytes,
-        }
-    }
-
     #[test]
     fn pages_are_renumbered_in_order_and_runs_stay_runs() {
         let t = BlockTrace {
             requests: vec![
                 // Pages 1000..1002 of volume 0, then 10 (before them), then
                 // 1002 (right after the first run), then volume 1's page 0.
-                req(5_000, 0, Op::Write, 1000 * 4096, 8192),
-                req(6_000, 0, Op::Read, 10 * 4096 + 100, 10),
-                req(4_000, 0, Op::Read, 1002 * 4096, 4096),
-                req(9_000, 1, Op::Write, 0, 4096),
-                req(9_500, 0, Op::Read, 77 * 4096, 0),
+                Request::new(5_000, 0, Op::Write, 1000 * 4096, 8192),
+                Request::new(6_000, 0, Op::Read, 10 * 4096 + 100, 10),
+                Request::new(4_000, 0, Op::Read, 1002 * 4096, 4096),
+                Request::new(9_000, 1, Op::Write, 0, 4096),
+                Request::new(9_500, 0, Op::Read, 77 * 4096, 0),
             ],
         };
         let timed = TimedTrace::from_trace(&t, 4096);

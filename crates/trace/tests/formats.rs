@@ -25,23 +25,13 @@ fn read_text(name: &str, format: &str, text: &str) -> anyhow::Result<BlockTrace>
     formats::read(&p, &format.parse()?)
 }
 
-fn req(time_ns: u64, volume: u32, op: Op, offset_bytes: u64, size_bytes: u32) -> Request {
-    Request {
-        time_ns,
-        volume,
-        op,
-        offset_bytes,
-        size_bytes,
-    }
-}
-
 #[test]
 fn archive_lines_read_as_their_formats_define_them() {
     let msr = "128166372003061629,wdev,0,Read,3154280448,4096,1331\n128166372016382155,wdev,2,Write,3154280448,8192,94\n";
     let t = read_text("msr", "msr", msr).unwrap();
     assert_eq!(
         t.requests[0],
-        req(12_816_637_200_306_162_900, 0, Op::Read, 3_154_280_448, 4096)
+        Request::new(12_816_637_200_306_162_900, 0, Op::Read, 3_154_280_448, 4096)
     );
     assert_eq!(t.requests[1].op, Op::Write);
     assert_eq!(t.requests[1].volume, 2);
@@ -50,7 +40,7 @@ fn archive_lines_read_as_their_formats_define_them() {
     let t = read_text("ali", "alibaba", ali).unwrap();
     assert_eq!(
         t.requests[0],
-        req(
+        Request::new(
             1_577_808_000_000_626_000,
             0,
             Op::Read,
@@ -60,14 +50,14 @@ fn archive_lines_read_as_their_formats_define_them() {
     );
     assert_eq!(
         t.requests[1],
-        req(1_577_808_000_000_700_000, 7, Op::Write, 4096, 512)
+        Request::new(1_577_808_000_000_700_000, 7, Op::Write, 4096, 512)
     );
 
     let tencent = "1538323200,7563328,8,1,1283\n1538323201,100,16,0,5\n";
     let t = read_text("tencent", "tencent", tencent).unwrap();
     assert_eq!(
         t.requests[0],
-        req(
+        Request::new(
             1_538_323_200 * SECOND_NS,
             1283,
             Op::Write,
@@ -77,7 +67,7 @@ fn archive_lines_read_as_their_formats_define_them() {
     );
     assert_eq!(
         t.requests[1],
-        req(1_538_323_201 * SECOND_NS, 5, Op::Read, 51_200, 8192)
+        Request::new(1_538_323_201 * SECOND_NS, 5, Op::Read, 51_200, 8192)
     );
 
     let blk = "  8,0    3        1     0.000000000   697  Q  WS 3418704 + 8 [kworker/3:1H]\n\
@@ -92,23 +82,26 @@ fn archive_lines_read_as_their_formats_define_them() {
     assert_eq!(
         t.requests,
         vec![
-            req(4_711, 8 << 16, Op::Write, 3_418_704 * 512, 4096),
-            req(250_000_000, 8 << 16, Op::Read, 96 * 512, 256 * 512),
+            Request::new(4_711, 8 << 16, Op::Write, 3_418_704 * 512, 4096),
+            Request::new(250_000_000, 8 << 16, Op::Read, 96 * 512, 256 * 512),
         ]
     );
     let t = read_text("blkq", "blkparse:Q", blk).unwrap();
     assert_eq!(
         t.requests,
-        vec![req(0, 8 << 16, Op::Write, 3_418_704 * 512, 4096)]
+        vec![Request::new(0, 8 << 16, Op::Write, 3_418_704 * 512, 4096)]
     );
 
     let csv = "ts;id;size;type\n5;4096;4096;get\n6;8192;8192;set\n";
     let spec =
         "csv:time-col=1, obj-id-col=2, obj-size-col=3, op-col=4, has-header=true, delimiter=;";
     let t = read_text("csv", spec, csv).unwrap();
-    assert_eq!(t.requests[1], req(6 * SECOND_NS, 0, Op::Write, 8192, 8192));
+    assert_eq!(
+        t.requests[1],
+        Request::new(6 * SECOND_NS, 0, Op::Write, 8192, 8192)
+    );
     let t = read_text("csv2", "csv:obj-id-col=2,obj-id-unit=4096", "x,3\n").unwrap();
-    assert_eq!(t.requests[0], req(0, 0, Op::Read, 3 * 4096, 4096));
+    assert_eq!(t.requests[0], Request::new(0, 0, Op::Read, 3 * 4096, 4096));
 }
 
 /// A random trace every format can keep exactly, but for the fields it
@@ -123,7 +116,7 @@ fn random_trace(n: usize, seed: u64) -> BlockTrace {
                 Op::Read
             };
             let sectors = 1 + rng.below(64) as u32;
-            req(
+            Request::new(
                 i * SECOND_NS,
                 rng.below(4) as u32,
                 op,
@@ -139,14 +132,20 @@ fn random_trace(n: usize, seed: u64) -> BlockTrace {
 fn kept(t: &BlockTrace, format: &str) -> Vec<Request> {
     let per_page = |r: &Request, op: Op, volume: u32| {
         r.pages(4096)
-            .map(move |p| req(r.time_ns, volume, op, p * 4096, 4096))
+            .map(move |p| Request::new(r.time_ns, volume, op, p * 4096, 4096))
             .collect::<Vec<_>>()
     };
     t.requests
         .iter()
         .flat_map(|r| match format {
-            "arc" => vec![req(0, 0, Op::Read, r.offset_bytes, r.size_bytes)],
-            "vscsi" => vec![req(r.time_ns, 0, r.op, r.offset_bytes, r.size_bytes)],
+            "arc" => vec![Request::new(0, 0, Op::Read, r.offset_bytes, r.size_bytes)],
+            "vscsi" => vec![Request::new(
+                r.time_ns,
+                0,
+                r.op,
+                r.offset_bytes,
+                r.size_bytes,
+            )],
             "oracle-general" => per_page(r, Op::Read, 0),
             "oracle-general-opns" => per_page(r, r.op, r.volume),
             _ => vec![*r],

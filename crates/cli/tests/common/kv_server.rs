@@ -32,7 +32,7 @@ pub fn serve_with(dir: &Path, config: &str, extra: &[&str]) -> Served {
         .args(extra)
         .current_dir(dir)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("serve.log")).expect("serve.log"))
         .spawn()
         .expect("tiermux runs");
     let mut line = String::new();
@@ -43,7 +43,10 @@ pub fn serve_with(dir: &Path, config: &str, extra: &[&str]) -> Served {
         .trim()
         .strip_prefix("tiermux kv: listening on tcp:127.0.0.1:")
         .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("server said: {line}"));
+        .unwrap_or_else(|| {
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+            panic!("server said: {line}\nits log:\n{log}")
+        });
     Served { child, port }
 }
 

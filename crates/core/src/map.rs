@@ -19,7 +19,10 @@
 //! table's control byte, a placed block costs 25 bytes at a full table and
 //! about 29 to 50 bytes at the table's load factors (7/8 down to 1/2).
 //! Metadata is proportional to the number of blocks placed away from their
-//! default, not to the volume size.
+//! default, not to the volume size. A driver that knows its volume is small
+//! can make the map dense ([`PlacementMap::make_dense`]): an entry per
+//! block in a vector, 16 bytes per block of the volume, and a lookup is one
+//! memory access instead of a hash probe (the simulator does this).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -116,11 +119,20 @@ impl Entry {
     }
 }
 
+/// Where the entries live.
+#[derive(Clone, Debug)]
+enum Storage {
+    /// Only non-default entries, hashed by block.
+    Sparse(BlockMap<Entry>),
+    /// An entry per block of the volume, default ones included.
+    Dense(Vec<Entry>),
+}
+
 /// The placement map of a volume.
 #[derive(Clone, Debug)]
 pub struct PlacementMap {
     home: DeviceIndex,
-    entries: BlockMap<Entry>,
+    entries: Storage,
     /// When recording: (block, entry before its first change) since the
     /// last [`PlacementMap::take_changes`].
     changes: Option<Vec<(u64, Entry)>>,
@@ -131,9 +143,45 @@ impl PlacementMap {
     pub fn new(home: DeviceIndex) -> Self {
         PlacementMap {
             home,
-            entries: BlockMap::default(),
+            entries: Storage::Sparse(BlockMap::default()),
             changes: None,
         }
+    }
+
+    /// The entry every block without one has.
+    #[inline]
+    fn default_entry(&self) -> Entry {
+        Entry {
+            present: 1 << self.home,
+            ..Entry::default()
+        }
+    }
+
+    /// Whether `e` is the default placement (no entry needed).
+    #[inline]
+    fn is_default(&self, e: &Entry) -> bool {
+        e.present == 1 << self.home && e.dirty == 0 && e.stale == 0 && e.flags == 0
+    }
+
+    /// Keeps an entry for every one of `num_blocks` blocks in a vector
+    /// (16 bytes each), keeping those already set: for drivers whose volume
+    /// is small enough that a lookup by index beats a hash probe. Blocks at
+    /// or past `num_blocks` must never be looked up afterwards.
+    pub fn make_dense(&mut self, num_blocks: u64) {
+        let mut entries = vec![self.default_entry(); num_blocks as usize];
+        for (b, e) in self.iter() {
+            assert!(
+                b < num_blocks,
+                "block {b} is past the dense map's {num_blocks}"
+            );
+            entries[b as usize] = e;
+        }
+        self.entries = Storage::Dense(entries);
+    }
+
+    /// Whether the map keeps an entry for every block ([`PlacementMap::make_dense`]).
+    pub fn is_dense(&self) -> bool {
+        matches!(self.entries, Storage::Dense(_))
     }
 
     /// Starts (or stops) recording which blocks change, for a driver that
@@ -155,11 +203,18 @@ impl PlacementMap {
     fn note(&mut self, block: u64) {
         if let Some(c) = &mut self.changes {
             if !c.iter().any(|&(b, _)| b == block) {
-                let old = self.entries.get(&block).copied().unwrap_or(Entry {
-                    present: 1 << self.home,
-                    ..Entry::default()
-                });
-                c.push((block, old));
+                let old = match &self.entries {
+                    Storage::Sparse(m) => m.get(&block).copied(),
+                    Storage::Dense(entries) => Some(entries[block as usize]),
+                };
+                let home = self.home;
+                c.push((
+                    block,
+                    old.unwrap_or(Entry {
+                        present: 1 << home,
+                        ..Entry::default()
+                    }),
+                ));
             }
         }
     }
@@ -172,26 +227,37 @@ impl PlacementMap {
     /// The entry of `block`, or the default placement when it has none.
     #[inline]
     pub fn get(&self, block: u64) -> Entry {
-        self.entries.get(&block).copied().unwrap_or(Entry {
-            present: 1 << self.home,
-            ..Entry::default()
-        })
+        match &self.entries {
+            Storage::Sparse(m) => m.get(&block).copied().unwrap_or(self.default_entry()),
+            Storage::Dense(entries) => entries[block as usize],
+        }
     }
 
     /// True when `block` has a non-default entry.
     #[inline]
     pub fn has_entry(&self, block: u64) -> bool {
-        self.entries.contains_key(&block)
+        match &self.entries {
+            Storage::Sparse(m) => m.contains_key(&block),
+            Storage::Dense(entries) => !self.is_default(&entries[block as usize]),
+        }
     }
 
     /// Stores the entry of `block`; the default placement removes it.
     #[inline]
     pub fn set(&mut self, block: u64, e: Entry) {
         self.note(block);
-        if e.present == 1 << self.home && e.dirty == 0 && e.stale == 0 && e.flags == 0 {
-            self.entries.remove(&block);
-        } else {
-            self.entries.insert(block, e);
+        let home = self.home;
+        let is_default =
+            |e: &Entry| e.present == 1 << home && e.dirty == 0 && e.stale == 0 && e.flags == 0;
+        match &mut self.entries {
+            Storage::Sparse(m) => {
+                if is_default(&e) {
+                    m.remove(&block);
+                } else {
+                    m.insert(block, e);
+                }
+            }
+            Storage::Dense(entries) => entries[block as usize] = e,
         }
     }
 
@@ -201,40 +267,60 @@ impl PlacementMap {
     #[inline]
     pub fn entry_mut(&mut self, block: u64) -> &mut Entry {
         self.note(block);
-        let home = self.home;
-        self.entries.entry(block).or_insert(Entry {
-            present: 1 << home,
-            ..Entry::default()
-        })
+        let default = self.default_entry();
+        match &mut self.entries {
+            Storage::Sparse(m) => m.entry(block).or_insert(default),
+            Storage::Dense(entries) => &mut entries[block as usize],
+        }
     }
 
     /// Drops the entry of `block` if it describes the default placement.
     #[inline]
     pub fn normalize(&mut self, block: u64) {
-        if let Some(e) = self.entries.get(&block) {
-            let e = *e;
-            self.set(block, e);
+        match &mut self.entries {
+            Storage::Sparse(m) => {
+                if let Some(e) = m.get(&block) {
+                    let e = *e;
+                    self.set(block, e);
+                }
+            }
+            // A default entry in a dense map is just the default.
+            Storage::Dense(_) => {}
         }
     }
 
-    /// Makes room for `additional` more entries without rehashing.
+    /// Makes room for `additional` more entries without rehashing (a dense
+    /// map has room for every block already).
     pub fn reserve(&mut self, additional: usize) {
-        self.entries.reserve(additional);
+        if let Storage::Sparse(m) = &mut self.entries {
+            m.reserve(additional);
+        }
     }
 
-    /// Number of blocks with a non-default placement.
+    /// Number of blocks with a non-default placement (a dense map counts
+    /// them, in time proportional to the volume).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        match &self.entries {
+            Storage::Sparse(m) => m.len(),
+            Storage::Dense(entries) => entries.iter().filter(|e| !self.is_default(e)).count(),
+        }
     }
 
     /// True when every block has the default placement.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// Every non-default entry (unordered).
-    pub fn iter(&self) -> impl Iterator<Item = (u64, Entry)> + '_ {
-        self.entries.iter().map(|(&b, &e)| (b, e))
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (u64, Entry)> + '_> {
+        match &self.entries {
+            Storage::Sparse(m) => Box::new(m.iter().map(|(&b, &e)| (b, e))),
+            Storage::Dense(entries) => Box::new(
+                (0u64..)
+                    .zip(entries.iter().copied())
+                    .filter(|(_, e)| !self.is_default(e)),
+            ),
+        }
     }
 }
 
@@ -258,6 +344,50 @@ mod tests {
         c.present &= !1;
         m.normalize(42);
         assert!(m.is_empty());
+    }
+
+    /// A dense map answers as a sparse one over random sets, edits and
+    /// normalizations, made dense halfway with entries already set.
+    #[test]
+    fn a_dense_map_answers_as_a_sparse_one() {
+        let mut rng = crate::rng::Rng::new(7);
+        let (mut sparse, mut dense) = (PlacementMap::new(1), PlacementMap::new(1));
+        for step in 0..20_000u32 {
+            if step == 5_000 {
+                dense.make_dense(512);
+                assert!(dense.is_dense());
+            }
+            let b = rng.below(512);
+            let e = Entry {
+                present: [0b10, 0b01, 0b11][rng.below(3) as usize],
+                dirty: (rng.below(4) == 0) as u8,
+                flags: (rng.below(8) == 0) as u8,
+                ..Entry::default()
+            };
+            match rng.below(3) {
+                0 => {
+                    sparse.set(b, e);
+                    dense.set(b, e);
+                }
+                _ => {
+                    for m in [&mut sparse, &mut dense] {
+                        let c = m.entry_mut(b);
+                        c.present = e.present;
+                        c.dirty = e.dirty;
+                        m.normalize(b);
+                    }
+                }
+            }
+            let x = rng.below(512);
+            assert_eq!(sparse.get(x), dense.get(x), "block {x} at step {step}");
+            assert_eq!(sparse.has_entry(x), dense.has_entry(x), "block {x}");
+        }
+        assert_eq!(sparse.len(), dense.len());
+        let mut a: Vec<_> = sparse.iter().collect();
+        let mut b: Vec<_> = dense.iter().collect();
+        a.sort_by_key(|p| p.0);
+        b.sort_by_key(|p| p.0);
+        assert_eq!(a, b);
     }
 
     #[test]

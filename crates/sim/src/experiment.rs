@@ -651,7 +651,7 @@ pub fn run_cells(
     cols.push(num(kv.map_or(f64::NAN, |k| k.get_p99_latency_us)));
     cols.push(kv.map_or(String::new(), |k| k.refused.to_string()));
     cols.push(num(r.measured_s));
-    cols.push(num(r.energy_j));
+    cols.push(num(r.energy_j.unwrap_or(f64::NAN)));
     for i in 2..devices {
         match dev(i) {
             Some(d) => {

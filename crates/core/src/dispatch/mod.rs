@@ -400,6 +400,13 @@ impl Dispatcher {
         self.map.reserve(additional);
     }
 
+    /// Keeps the placement map dense, an entry for each of `num_blocks`
+    /// blocks ([`PlacementMap::make_dense`]): for a driver that already
+    /// keeps per-block state for the whole volume (the simulator).
+    pub fn make_map_dense(&mut self, num_blocks: u64) {
+        self.map.make_dense(num_blocks);
+    }
+
     /// Pre-places `block` without I/O (see [`Policy::warm`]).
     pub fn warm(&mut self, block: u64) -> bool {
         let placed = self.policy.warm(block, &mut self.map);
@@ -430,7 +437,7 @@ impl Dispatcher {
     pub fn discard(&mut self, first: u64, end: u64) -> Vec<u64> {
         assert!(first <= end, "a discard of blocks {first}..{end}");
         self.policy.discarded(first, end);
-        if self.map.len() as u64 <= end - first {
+        if !self.map.is_dense() && self.map.len() as u64 <= end - first {
             let mut v: Vec<u64> = self
                 .map
                 .iter()

@@ -228,7 +228,11 @@ impl Simulator {
                     "the simulator needs a device with the role 'home'",
                 ))
             })?;
-        let dispatcher = Dispatcher::new(policy, home);
+        let mut dispatcher = Dispatcher::new(policy, home);
+        // The simulator keeps per-block state for the whole volume anyway
+        // (`versions`): a dense map trades 16 bytes a block for lookups
+        // without hashing.
+        dispatcher.make_map_dense(r.volume_blocks);
         let devices: Vec<SimDevice> = r
             .devices
             .iter()

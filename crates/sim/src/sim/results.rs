@@ -33,8 +33,8 @@ pub struct DeviceResult {
     /// Bytes written in total.
     pub written_bytes: u64,
     /// Energy over the measured time, J (the TICA paper's equation 2;
-    /// NaN when the device's profile gives no power).
-    pub energy_j: f64,
+    /// `None` when the device's profile gives no power).
+    pub energy_j: Option<f64>,
 }
 
 /// One time-series sample.
@@ -103,8 +103,8 @@ pub struct RunResult {
     /// request).
     pub measured_s: f64,
     /// Energy of the devices whose profile gives power, over the measured
-    /// time, J (NaN when none does).
-    pub energy_j: f64,
+    /// time, J (`None` when none does).
+    pub energy_j: Option<f64>,
 }
 
 /// What a key-value run measures beyond the common figures (there, the
@@ -231,7 +231,7 @@ impl Simulator {
                     flushed_bytes: purpose(Purpose::Flush),
                     migrated_bytes: purpose(Purpose::Migrate),
                     written_bytes: wb,
-                    energy_j: power.map_or(f64::NAN, |p| {
+                    energy_j: power.map(|p| {
                         p.energy_j(c.read_ops - s.read_ops, c.write_ops - s.write_ops, secs)
                     }),
                 }
@@ -250,13 +250,8 @@ impl Simulator {
                 refused: kv.refused - kv.refused_at_warmup,
             }
         });
-        let powered = devices.iter().map(|d| d.energy_j).filter(|j| !j.is_nan());
-        let energy_j = powered.clone().sum::<f64>();
-        let energy_j = if powered.count() == 0 {
-            f64::NAN
-        } else {
-            energy_j
-        };
+        let powered: Vec<f64> = devices.iter().filter_map(|d| d.energy_j).collect();
+        let energy_j = (!powered.is_empty()).then(|| powered.iter().sum());
         RunResult {
             measured_s: secs,
             energy_j,

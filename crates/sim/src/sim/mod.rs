@@ -154,6 +154,10 @@ struct Versions {
     acked: u32,
 }
 
+/// The largest volume whose placement map the simulator keeps dense
+/// (16 bytes a block: 2 GiB).
+const DENSE_MAP_MAX_BLOCKS: u64 = 1 << 27;
+
 /// A simulation in progress.
 pub struct Simulator {
     r: Resolved,
@@ -231,8 +235,10 @@ impl Simulator {
         let mut dispatcher = Dispatcher::new(policy, home);
         // The simulator keeps per-block state for the whole volume anyway
         // (`versions`): a dense map trades 16 bytes a block for lookups
-        // without hashing.
-        dispatcher.make_map_dense(r.volume_blocks);
+        // without hashing, up to volumes of 2 GiB of entries.
+        if r.volume_blocks <= DENSE_MAP_MAX_BLOCKS {
+            dispatcher.make_map_dense(r.volume_blocks);
+        }
         let devices: Vec<SimDevice> = r
             .devices
             .iter()

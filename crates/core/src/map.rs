@@ -128,6 +128,22 @@ enum Storage {
     Dense(Vec<Entry>),
 }
 
+/// The entry of a block placed only on `home`, clean: what a block
+/// without an entry has.
+#[inline]
+fn default_entry(home: DeviceIndex) -> Entry {
+    Entry {
+        present: 1 << home,
+        ..Entry::default()
+    }
+}
+
+/// Whether `e` is the default placement on `home` (no entry needed).
+#[inline]
+fn is_default(home: DeviceIndex, e: &Entry) -> bool {
+    e.present == 1 << home && e.dirty == 0 && e.stale == 0 && e.flags == 0
+}
+
 /// The placement map of a volume.
 #[derive(Clone, Debug)]
 pub struct PlacementMap {
@@ -151,16 +167,13 @@ impl PlacementMap {
     /// The entry every block without one has.
     #[inline]
     fn default_entry(&self) -> Entry {
-        Entry {
-            present: 1 << self.home,
-            ..Entry::default()
-        }
+        default_entry(self.home)
     }
 
     /// Whether `e` is the default placement (no entry needed).
     #[inline]
     fn is_default(&self, e: &Entry) -> bool {
-        e.present == 1 << self.home && e.dirty == 0 && e.stale == 0 && e.flags == 0
+        is_default(self.home, e)
     }
 
     /// Keeps an entry for every one of `num_blocks` blocks in a vector
@@ -207,14 +220,7 @@ impl PlacementMap {
                     Storage::Sparse(m) => m.get(&block).copied(),
                     Storage::Dense(entries) => Some(entries[block as usize]),
                 };
-                let home = self.home;
-                c.push((
-                    block,
-                    old.unwrap_or(Entry {
-                        present: 1 << home,
-                        ..Entry::default()
-                    }),
-                ));
+                c.push((block, old.unwrap_or(default_entry(self.home))));
             }
         }
     }
@@ -247,11 +253,9 @@ impl PlacementMap {
     pub fn set(&mut self, block: u64, e: Entry) {
         self.note(block);
         let home = self.home;
-        let is_default =
-            |e: &Entry| e.present == 1 << home && e.dirty == 0 && e.stale == 0 && e.flags == 0;
         match &mut self.entries {
             Storage::Sparse(m) => {
-                if is_default(&e) {
+                if is_default(home, &e) {
                     m.remove(&block);
                 } else {
                     m.insert(block, e);

@@ -119,7 +119,7 @@ impl Failures {
 ///   copy stays, dirty or placed away from home.
 pub fn after_failure(old: Entry, new: Entry, f: Failures, home: DeviceIndex) -> Entry {
     let mut t = if f.writes != 0 {
-        pre_entry(old, new, f.written, home)
+        landed_writes(new, f, home).unwrap_or_else(|| pre_entry(old, new, f.written, home))
     } else {
         strip_flags(new)
     };
@@ -133,6 +133,25 @@ pub fn after_failure(old: Entry, new: Entry, f: Failures, home: DeviceIndex) -> 
     }
     t.flags = new.flags;
     t
+}
+
+/// A dirty block whose every current copy in `new` is one the plan wrote,
+/// some of them successfully: `new` without the copies whose writes
+/// failed. The copies that were written hold the block's newest data (a
+/// write that reached one device of two), so they stand; falling back to
+/// the pre-entry instead would give up that data, and with it the
+/// acknowledged data before it when the decision had moved the block's
+/// copies (their space may have been reused since). None otherwise.
+fn landed_writes(new: Entry, f: Failures, home: DeviceIndex) -> Option<Entry> {
+    let current = current_copies(&new);
+    let all_written = current & !f.written == 0;
+    let landed = current & !f.writes;
+    if new.dirty == 0 || !all_written || landed == 0 {
+        return None;
+    }
+    let t = drop_devices(strip_flags(new), current & f.writes, home);
+    debug_assert_eq!(current_copies(&t), landed);
+    Some(t)
 }
 
 #[cfg(test)]
@@ -237,6 +256,28 @@ mod tests {
         assert_eq!(after_failure(two, two, fail(0, 0, 0b001), HOME), second);
         // Both unreadable: both stay (nothing else holds the data).
         assert_eq!(after_failure(two, two, fail(0, 0, 0b101), HOME), two);
+        // A mirrored write to new slots whose write to device 0 failed:
+        // the copy on device 2 holds the newest data and stands (the old
+        // slots may have been reused since the decision).
+        let moved = Entry {
+            loc: [9, 0, 11],
+            ..two
+        };
+        let landed = Entry {
+            present: 0b110,
+            dirty: 0b100,
+            loc: [0, 0, 11],
+            ..two
+        };
+        assert_eq!(
+            after_failure(two, moved, fail(0b101, 0b001, 0), HOME),
+            landed
+        );
+        // Both writes failed: back to the copies from before.
+        assert_eq!(after_failure(two, moved, fail(0b101, 0b101, 0), HOME), two);
+        // A plan that wrote device 0 only, beside a dirty copy on device 2
+        // it did not write: not a landed write (the pre-entry stands).
+        assert_eq!(after_failure(two, moved, fail(0b001, 0b001, 0), HOME), two);
         // A home read that failed changes nothing.
         assert_eq!(
             after_failure(e(0b10, 0, 0), e(0b10, 0, 0), fail(0, 0, 0b10), HOME),

@@ -170,7 +170,13 @@ pub fn price(devices: &[(&Economics, f64)]) -> f64 {
 /// of `capacity_gb` (`None`: it does not wear out).
 pub fn lifetime_years(e: &Economics, capacity_gb: f64, written_gb_per_year: f64) -> Option<f64> {
     let writes = e.endurance_writes_per_gb?;
-    Some(writes * capacity_gb / written_gb_per_year.max(f64::MIN_POSITIVE))
+    Some(endurance_years(writes, capacity_gb, written_gb_per_year))
+}
+
+/// Years until `written_gb_per_year` use up the endurance of a device of
+/// `capacity_gb` that endures `writes_per_gb` full-device writes.
+pub fn endurance_years(writes_per_gb: f64, capacity_gb: f64, written_gb_per_year: f64) -> f64 {
+    writes_per_gb * capacity_gb / written_gb_per_year.max(f64::MIN_POSITIVE)
 }
 
 #[cfg(test)]

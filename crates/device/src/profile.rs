@@ -98,6 +98,11 @@ pub struct ProfileSpec {
     /// whose profile gives it.
     #[serde(default)]
     pub power: Option<PowerW>,
+    /// Writes per GB of capacity the device endures, its full-device
+    /// writes (optional): runs report its lifetime at the rate they wrote
+    /// it, and count its writes in the cache write amplification.
+    #[serde(default)]
+    pub endurance_writes_per_gb: Option<f64>,
     /// Where each parameter's value comes from, by parameter name
     /// (`read.latency_us_4k`, `channels`, ...): a paper's table or figure,
     /// a datasheet at a stated size, a named measurement, or a stated
@@ -289,6 +294,9 @@ impl ProfileSpec {
             v.push(("power.write_w".into(), p.write_w));
             v.push(("power.idle_w".into(), p.idle_w));
         }
+        if let Some(e) = self.endurance_writes_per_gb {
+            v.push(("endurance_writes_per_gb".into(), e));
+        }
         v
     }
 
@@ -337,6 +345,9 @@ impl ProfileSpec {
             non_negative(n, "power.read_w", p.read_w)?;
             non_negative(n, "power.write_w", p.write_w)?;
             non_negative(n, "power.idle_w", p.idle_w)?;
+        }
+        if let Some(e) = self.endurance_writes_per_gb {
+            positive(n, "endurance_writes_per_gb", e)?;
         }
         Ok(DeviceModel {
             read: derive_dir(n, "read", &self.read)?,
@@ -390,6 +401,7 @@ pub(crate) fn spec(
         gc_pause_us: 0.0,
         fixed_rate_ops_per_s: None,
         power: None,
+        endurance_writes_per_gb: None,
         cite: BTreeMap::new(),
     }
 }

@@ -9,7 +9,8 @@
 //! SSDs is smaller in read requests" (§3, Fig. 4); MLC reads are
 //! "comparable" to SLC's. So both SSDs take the timing of the SATA flash
 //! SSD that MOST Table 1 measured (`sata-870`), and the RO-SSD writes five
-//! times slower, in latency and in bandwidth. Power comes from TICA Table 1.
+//! times slower, in latency and in bandwidth. Power and endurance come
+//! from TICA Table 1.
 
 use crate::economics::{tica_table1, TICA_TABLE1_SOURCE};
 use crate::profile::{cite, ProfileSpec};
@@ -23,11 +24,12 @@ const TICA_FIG4: &str = "TICA (Salkhordeh et al.) §3, Fig. 4: an RO-SSD in plac
 fn set_power(p: &mut ProfileSpec, class: &str) {
     let e = tica_table1(class).expect("a TICA Table 1 class");
     p.power = Some(e.power());
-    cite(
-        p,
-        &["power.read_w", "power.write_w", "power.idle_w"],
-        &format!("{TICA_TABLE1_SOURCE} ({class})"),
-    );
+    p.endurance_writes_per_gb = e.endurance_writes_per_gb;
+    let mut cited = vec!["power.read_w", "power.write_w", "power.idle_w"];
+    if e.endurance_writes_per_gb.is_some() {
+        cited.push("endurance_writes_per_gb");
+    }
+    cite(p, &cited, &format!("{TICA_TABLE1_SOURCE} ({class})"));
 }
 
 /// Adds `ro-ssd` and `wo-ssd` after `sata-870`, and TICA Table 1's DRAM

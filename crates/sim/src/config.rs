@@ -15,6 +15,7 @@ use tiermux_device::DeviceModel;
 use tiermux_device::{lookup_profile, ProfileSpec};
 
 use crate::energy::DevicePower;
+use crate::failure::FailureSpec;
 use crate::kvconfig::KvSpec;
 use crate::trace_run::LoadedTrace;
 use tiermux_trace::TraceSource;
@@ -137,6 +138,9 @@ pub struct SimConfig {
     /// and the workload chooses keys instead of blocks.
     #[serde(default)]
     pub kv: Option<KvSpec>,
+    /// A device that fails during the run ([`crate::failure`]).
+    #[serde(default)]
+    pub failure: Option<FailureSpec>,
 }
 
 fn default_block_size() -> u32 {
@@ -184,6 +188,7 @@ impl Default for SimConfig {
             prefill: true,
             sample_interval_ms: default_sample_ms(),
             kv: None,
+            failure: None,
         }
     }
 }
@@ -255,6 +260,9 @@ pub struct Resolved {
     pub trace: Option<LoadedTrace>,
     /// Each device's power, where its profile gives one.
     pub power: Vec<Option<DevicePower>>,
+    /// Each device's endurance (full-device writes per GB), where its
+    /// profile gives one.
+    pub endurance: Vec<Option<f64>>,
 }
 
 /// A device named `array:NAME` is the disk array NAME
@@ -336,6 +344,9 @@ impl SimConfig {
         let sized = self.sized_by_shares(trace.as_ref().map(|t| t.0.distinct_blocks))?;
         sized.check_sizes_and_times()?;
         sized.check_workload()?;
+        if let Some(f) = &sized.failure {
+            f.check(&sized)?;
+        }
         let (working_set, volume_blocks) = match &trace {
             Some(t) => sized.resolve_trace_volume(t.0.distinct_blocks)?,
             None => sized.resolve_volume()?,
@@ -354,6 +365,7 @@ impl SimConfig {
             client,
             trace,
             power: crate::energy::device_powers(self),
+            endurance: crate::wear::device_endurance(self),
         })
     }
 

@@ -547,6 +547,11 @@ const RUN_COLUMNS: &[&str] = &[
     "kv_refused",
     "measured_s",
     "energy_j",
+    "cwaf",
+    "ssd_lifetime_years",
+    "lost_blocks",
+    "failed_reads",
+    "failed_writes",
 ];
 
 /// Result columns of a time-series sample after the swept keys and policy.
@@ -652,6 +657,12 @@ pub fn run_cells(
     cols.push(kv.map_or(String::new(), |k| k.refused.to_string()));
     cols.push(num(r.measured_s));
     cols.push(num(r.energy_j.unwrap_or(f64::NAN)));
+    cols.push(num(r.cwaf.unwrap_or(f64::NAN)));
+    cols.push(num(r.ssd_lifetime_years.unwrap_or(f64::NAN)));
+    let failure = r.failure.as_ref();
+    cols.push(failure.map_or(String::new(), |f| f.lost_blocks.to_string()));
+    cols.push(failure.map_or(String::new(), |f| f.failed_reads.to_string()));
+    cols.push(failure.map_or(String::new(), |f| f.failed_writes.to_string()));
     for i in 2..devices {
         match dev(i) {
             Some(d) => {

@@ -11,11 +11,13 @@
 pub mod config;
 pub mod energy;
 pub mod experiment;
+pub mod failure;
 pub mod kvconfig;
 pub mod kvworkloads;
 pub mod presets;
 pub mod sim;
 pub mod trace_run;
+pub mod wear;
 pub mod workload;
 
 pub use config::{ClientSpec, ConfigError, SimConfig};

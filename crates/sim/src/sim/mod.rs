@@ -19,6 +19,7 @@ use tiermux_core::{
 
 use crate::config::{volume_spec, ClientMode, ConfigError, Resolved};
 pub mod converge;
+mod failure;
 mod kv;
 mod loadx;
 mod results;
@@ -72,6 +73,10 @@ enum Ev {
     Tick,
     Sample,
     LoadChange,
+    /// The configured device fails (`failure.rs`).
+    DeviceFails {
+        device: u8,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -107,6 +112,8 @@ struct Sub {
     min_version: u32,
     /// `req` is a key-value storage request (`kv.rs`).
     kv: bool,
+    /// A failed read of this access was tried again (`failure.rs`).
+    retried: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -123,6 +130,8 @@ struct Req {
 struct Window {
     requests: u64,
     bytes: u64,
+    /// Bytes the clients wrote.
+    write_bytes: u64,
     latency: Histogram,
     read_hits: u64,
     read_misses: u64,
@@ -202,6 +211,10 @@ pub struct Simulator {
     kv: Option<kv::KvFront>,
     /// Where a trace run is in its trace.
     trace: Option<TraceCursor>,
+    /// Devices that have failed (bit per device).
+    dead_devices: u8,
+    /// What the run's device failure did, once it happened.
+    failure: Option<crate::failure::FailureResult>,
 }
 
 impl Simulator {
@@ -300,6 +313,8 @@ impl Simulator {
             violation: None,
             kv: kv::front_for(&r),
             trace: r.trace.clone().map(TraceCursor::new),
+            dead_devices: 0,
+            failure: None,
             r,
         })
     }
@@ -354,6 +369,7 @@ impl Simulator {
             self.push(t, Ev::Tick);
         }
         self.push(self.sample_ns, Ev::Sample);
+        self.schedule_failure();
         while let Some(Reverse(e)) = self.events.pop() {
             if e.t > self.end_ns {
                 break;
@@ -383,6 +399,7 @@ impl Simulator {
                 Ev::Tick => self.tick(),
                 Ev::Sample => self.sample(),
                 Ev::LoadChange => self.load_change(),
+                Ev::DeviceFails { device } => self.device_fails(device),
             }
             if let Some(v) = self.violation.take() {
                 return Err(SimError::Consistency(v));
@@ -519,6 +536,7 @@ impl Simulator {
             version,
             min_version,
             kv,
+            retried: false,
         };
         slab_insert(&mut self.subs, &mut self.free_subs, sub)
     }
@@ -555,7 +573,11 @@ impl Simulator {
                     },
                 );
             } else if let Some(a) = self.dispatcher.pop_acked() {
-                self.acked_sub(a.tag as u32, a.access.op, a.outcome, a.payload as u32);
+                if a.failed {
+                    self.failed_sub(a);
+                } else {
+                    self.acked_sub(a.tag as u32, a.access.op, a.outcome, a.payload as u32);
+                }
             } else {
                 break;
             }
@@ -581,6 +603,10 @@ impl Simulator {
             self.content[d].len()
         );
         self.devices[d].complete(dir);
+        if self.is_dead(device) {
+            self.dispatcher.fail(flight, index);
+            return self.drain();
+        }
         self.obs
             .device_op(d, dir, self.block_size, self.now - submitted_ns);
         let payload = match dir {
@@ -635,14 +661,19 @@ impl Simulator {
                 }
             }
         }
-        let req = &mut self.reqs[s.req as usize];
+        self.block_done(s.req);
+    }
+
+    /// One block of client request `rid` is done.
+    fn block_done(&mut self, rid: u32) {
+        let req = &mut self.reqs[rid as usize];
         req.blocks_left = req
             .blocks_left
             .checked_sub(1)
             .expect("more blocks acknowledged than requested");
         if req.blocks_left == 0 {
             let req = *req;
-            self.free_reqs.push(s.req);
+            self.free_reqs.push(rid);
             self.request_done(req);
         }
     }
@@ -661,6 +692,9 @@ impl Simulator {
         if self.measuring {
             self.window.requests += 1;
             self.window.bytes += req.bytes;
+            if op == Op::Write {
+                self.window.write_bytes += req.bytes;
+            }
             self.window.latency.record(lat);
         }
         self.sample_acc.requests += 1;

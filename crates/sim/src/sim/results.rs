@@ -35,6 +35,11 @@ pub struct DeviceResult {
     /// Energy over the measured time, J (the TICA paper's equation 2;
     /// `None` when the device's profile gives no power).
     pub energy_j: Option<f64>,
+    /// Years until writes at the measured rate use up the device's
+    /// endurance over the capacity the run gives it (`None` when its
+    /// profile gives no endurance, or the run did not write it).
+    #[serde(default)]
+    pub lifetime_years: Option<f64>,
 }
 
 /// One time-series sample.
@@ -105,6 +110,19 @@ pub struct RunResult {
     /// Energy of the devices whose profile gives power, over the measured
     /// time, J (`None` when none does).
     pub energy_j: Option<f64>,
+    /// The TICA paper's cache write amplification factor (equation 1):
+    /// bytes written to the devices with an endurance (the SSDs) over
+    /// bytes the clients wrote, in the measured time (`None` without such
+    /// devices or without client writes).
+    #[serde(default)]
+    pub cwaf: Option<f64>,
+    /// The shortest device lifetime of the run, years.
+    #[serde(default)]
+    pub ssd_lifetime_years: Option<f64>,
+    /// What the configured device failure did (`None` without one, or
+    /// when the run ended before it).
+    #[serde(default)]
+    pub failure: Option<crate::failure::FailureResult>,
 }
 
 /// What a key-value run measures beyond the common figures (there, the
@@ -212,7 +230,9 @@ impl Simulator {
             .zip(&self.dev_at_warmup)
             .zip(&self.r.devices)
             .zip(&self.r.power)
-            .map(|(((d, s), (name, _)), power)| {
+            .zip(&self.r.endurance)
+            .zip(&self.content)
+            .map(|(((((d, s), (name, _)), power), endurance), content)| {
                 let c = d.counters;
                 let rb = c.read_bytes - s.read_bytes;
                 let wb = c.write_bytes - s.write_bytes;
@@ -234,6 +254,10 @@ impl Simulator {
                     energy_j: power.map(|p| {
                         p.energy_j(c.read_ops - s.read_ops, c.write_ops - s.write_ops, secs)
                     }),
+                    lifetime_years: endurance.and_then(|e| {
+                        let capacity_bytes = content.len() as u64 * self.block_size;
+                        crate::wear::lifetime_years(e, capacity_bytes, wb, secs)
+                    }),
                 }
             })
             .collect();
@@ -252,9 +276,22 @@ impl Simulator {
         });
         let powered: Vec<f64> = devices.iter().filter_map(|d| d.energy_j).collect();
         let energy_j = (!powered.is_empty()).then(|| powered.iter().sum());
+        let ssds = || {
+            devices
+                .iter()
+                .zip(&self.r.endurance)
+                .filter(|(_, e)| e.is_some())
+        };
+        let ssd_written = ssds().map(|(d, _)| d.written_bytes).reduce(|a, b| a + b);
+        let cwaf = crate::wear::cwaf(ssd_written, w.write_bytes);
+        let ssd_lifetime_years = ssds()
+            .filter_map(|(d, _)| d.lifetime_years)
+            .reduce(f64::min);
         RunResult {
             measured_s: secs,
             energy_j,
+            cwaf,
+            ssd_lifetime_years,
             policy: self.r.cfg.policy.clone(),
             throughput_ops_per_s: w.requests as f64 / secs,
             throughput_bytes_per_s: w.bytes as f64 / secs,
@@ -283,6 +320,7 @@ impl Simulator {
             events: self.events_processed,
             convergence_s,
             kv,
+            failure: self.failure,
         }
     }
 }

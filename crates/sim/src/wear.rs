@@ -1,0 +1,65 @@
+//! What a run does to the endurance of its flash devices: the TICA
+//! paper's cache write amplification factor (equation 1: writes to the
+//! SSDs per write of the workload) and each device's lifetime at the rate
+//! the run wrote it. The SSDs are the devices whose profile gives an
+//! endurance (`endurance_writes_per_gb`: `ro-ssd` and `wo-ssd` from TICA
+//! Table 1); devices without one do not wear out here.
+
+use tiermux_device::economics::{endurance_years, HOURS_PER_YEAR};
+use tiermux_device::lookup_profile;
+
+use crate::config::SimConfig;
+
+/// Each configured device's endurance, full-device writes per GB, where
+/// its profile gives one.
+pub fn device_endurance(cfg: &SimConfig) -> Vec<Option<f64>> {
+    cfg.devices
+        .iter()
+        .map(|name| lookup_profile(name, &cfg.profiles)?.endurance_writes_per_gb)
+        .collect()
+}
+
+/// Years a device of `capacity_bytes` that endures `writes_per_gb` lasts
+/// when written `written_bytes` every `measured_s`; `None` when the run
+/// did not write it.
+pub fn lifetime_years(
+    writes_per_gb: f64,
+    capacity_bytes: u64,
+    written_bytes: u64,
+    measured_s: f64,
+) -> Option<f64> {
+    if written_bytes == 0 || measured_s <= 0.0 {
+        return None;
+    }
+    let per_year = written_bytes as f64 / 1e9 * (HOURS_PER_YEAR * 3600.0 / measured_s);
+    Some(endurance_years(
+        writes_per_gb,
+        capacity_bytes as f64 / 1e9,
+        per_year,
+    ))
+}
+
+/// Equation 1: bytes written to the SSDs over bytes the clients wrote;
+/// `None` without SSDs or client writes.
+pub fn cwaf(ssd_written_bytes: Option<u64>, client_written_bytes: u64) -> Option<f64> {
+    let ssd = ssd_written_bytes?;
+    (client_written_bytes > 0).then(|| ssd as f64 / client_written_bytes as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// By hand: a 10 GB WO-SSD (6,416 writes per GB) written 1 GB every
+    /// 3,600 s takes 8,760 GB a year, so it lasts 64,160 / 8,760 = 7.324
+    /// years.
+    #[test]
+    fn a_lifetime_by_hand() {
+        let y = lifetime_years(6416.0, 10_000_000_000, 1_000_000_000, 3600.0).unwrap();
+        assert!((y - 64_160.0 / 8_760.0).abs() < 1e-9, "{y}");
+        assert_eq!(lifetime_years(6416.0, 10, 0, 1.0), None);
+        assert_eq!(cwaf(Some(300), 100), Some(3.0));
+        assert_eq!(cwaf(None, 100), None);
+        assert_eq!(cwaf(Some(300), 0), None);
+    }
+}

@@ -1,0 +1,71 @@
+//! The TICA paper's cache write amplification (equation 1) and SSD
+//! lifetimes per simulated run, against numbers derived by hand.
+
+use tiermux_sim::workload::{Pattern, WorkloadSpec};
+use tiermux_sim::{run, ClientSpec, RunResult, SimConfig};
+
+const BLOCK_BYTES: u64 = 4096;
+const SSD_BLOCKS: u64 = 4000;
+
+fn writes_only(policy: &str, devices: [&str; 4], write_ratio: f64) -> RunResult {
+    let cfg = SimConfig {
+        devices: devices.iter().map(|d| d.to_string()).collect(),
+        policy: policy.into(),
+        cache_blocks: 100,
+        middle_device_blocks: vec![SSD_BLOCKS; 2],
+        workload: WorkloadSpec {
+            pattern: Pattern::Uniform,
+            working_set_blocks: Some(2000),
+            write_ratio,
+            ..WorkloadSpec::default()
+        },
+        client: ClientSpec {
+            workers: Some(4),
+            ..ClientSpec::default()
+        },
+        duration_s: 0.2,
+        warmup_s: 0.05,
+        prefill: false,
+        ..SimConfig::default()
+    };
+    run(&cfg).unwrap()
+}
+
+/// uCache writes every client write to both SSDs of its mirror and
+/// nothing else when nothing is read: CWAF is exactly 2 (equation 1 by
+/// hand). Each SSD's lifetime is Table 1's endurance times the capacity
+/// the run gives it over the bytes written to it a year.
+#[test]
+fn a_mirrored_write_only_cache_amplifies_writes_twice() {
+    let r = writes_only("ucache", ["dram", "wo-ssd", "wo-ssd", "hdd"], 1.0);
+    assert!(r.requests > 1000, "{}", r.requests);
+    assert_eq!(r.cwaf, Some(2.0), "{:?}", r.cwaf);
+    let year_s = 8760.0 * 3600.0;
+    let capacity_gb = (SSD_BLOCKS * BLOCK_BYTES) as f64 / 1e9;
+    for d in &r.devices[1..3] {
+        let per_year_gb = d.written_bytes as f64 / 1e9 * year_s / r.measured_s;
+        let by_hand = 6416.0 * capacity_gb / per_year_gb;
+        let ours = d.lifetime_years.expect("a WO-SSD has an endurance");
+        assert!((ours / by_hand - 1.0).abs() < 1e-12, "{ours} vs {by_hand}");
+    }
+    assert_eq!(r.devices[0].lifetime_years, None, "DRAM does not wear out");
+    assert_eq!(r.devices[3].lifetime_years, None, "no endurance given");
+    let shortest = r.devices[1..3]
+        .iter()
+        .filter_map(|d| d.lifetime_years)
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(r.ssd_lifetime_years, Some(shortest));
+}
+
+/// Reads add no SSD writes under TICA-EF (DRAM victims are dropped): each
+/// client write reaches WO once and RO at most once (a page rewritten in
+/// DRAM before it moves is copied to RO once), so CWAF is at most 2.
+#[test]
+fn tica_ef_adds_no_ssd_writes_for_reads() {
+    let r = writes_only("tica-ef", ["dram", "ro-ssd", "wo-ssd", "hdd"], 0.3);
+    let cwaf = r.cwaf.expect("SSDs and client writes");
+    assert!(cwaf > 1.0 && cwaf <= 2.0, "{cwaf}");
+    let (ro, wo) = (&r.devices[1], &r.devices[2]);
+    assert!(ro.written_bytes <= wo.written_bytes);
+    assert!(ro.lifetime_years.is_some() && wo.lifetime_years.is_some());
+}

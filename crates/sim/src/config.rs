@@ -131,6 +131,11 @@ pub struct SimConfig {
     /// `kv.prefill` decides instead).
     #[serde(default = "default_true")]
     pub prefill: bool,
+    /// How many of the hottest items the prefill places (default
+    /// `cache_blocks`, the first device's size; more fill the devices
+    /// below it, in hierarchies whose policy places warm data there).
+    #[serde(default)]
+    pub prefill_blocks: Option<u64>,
     /// Time-series sample interval, ms.
     #[serde(default = "default_sample_ms")]
     pub sample_interval_ms: f64,
@@ -186,6 +191,7 @@ impl Default for SimConfig {
             warmup_s: default_warmup(),
             seed: default_seed(),
             prefill: true,
+            prefill_blocks: None,
             sample_interval_ms: default_sample_ms(),
             kv: None,
             failure: None,

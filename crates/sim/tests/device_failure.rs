@@ -83,11 +83,11 @@ fn tica_loses_no_acknowledged_write_when_a_cache_device_fails() {
     println!("{points} failure points, {retries} reads tried again");
 }
 
-/// uCache and S-RAC as the TICA paper sets them up (a mirrored SSD pair,
-/// DRAM holding clean pages) lose nothing either.
+/// uCache, S-RAC and the plain RAID-1 cache as the TICA paper sets them
+/// up (a mirrored SSD pair, DRAM holding clean pages) lose nothing either.
 #[test]
 fn the_mirrored_baselines_lose_nothing() {
-    for policy in ["ucache", "s-rac"] {
+    for policy in ["ucache", "s-rac", "raid1"] {
         for device in 0..3 {
             for seed in 0..10u64 {
                 let cfg = config(policy, &MIRRORED_DEVICES, device, 0.02, seed);

@@ -1,5 +1,5 @@
-//! The TICA paper's baselines in zero-time replay: uCache and S-RAC on a
-//! DRAM over a mirrored SSD pair, with outcomes an LRU argument gives
+//! The TICA paper's baselines in zero-time replay: uCache, S-RAC and the
+//! plain RAID-1 cache on a DRAM over a mirrored SSD pair, with outcomes an LRU argument gives
 //! exactly, and the behaviour that tells the two apart (uCache admits by
 //! past reuse, S-RAC by the reuse its access kinds go on to have).
 
@@ -35,6 +35,22 @@ fn ucache_admits_exactly_the_pages_read_again_in_dram() {
     assert_eq!(s.read_hit_ratio_on(0), 0.5, "every hit in DRAM");
     assert_eq!(s.blocks_written(1), 950);
     assert_eq!(s.blocks_written(2), 950);
+}
+
+/// The plain RAID-1 cache admits every page leaving DRAM: on the cyclic
+/// scan where uCache writes nothing, each of the 10,000 reads misses, and
+/// the first 150 pages leave DRAM for both SSDs; after the first pass
+/// every read hits: the 50 pages DRAM took last stay there (SSD hits are
+/// not promoted, so nothing displaces them) and the rest are on the SSDs
+/// (500 pages each). DRAM hits: 49 passes of 50.
+#[test]
+fn raid1_admits_every_page_leaving_dram() {
+    let scan: Vec<(u64, Op)> = (0..10_000).map(|i| (i % 200, Op::Read)).collect();
+    let s = run("raid1", &scan, 500);
+    assert_eq!(s.read_hit_ratio(), 1.0 - 200.0 / 10_000.0);
+    assert_eq!(s.read_hit_ratio_on(0), 49.0 * 50.0 / 10_000.0);
+    assert_eq!(s.blocks_written(1), 150);
+    assert_eq!(s.blocks_written(1), s.blocks_written(2), "mirrored");
 }
 
 /// The same pages read twice are never read a third time: S-RAC learns

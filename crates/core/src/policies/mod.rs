@@ -19,6 +19,7 @@ pub mod lbica;
 pub mod most;
 pub mod nhc;
 pub mod passthrough;
+pub mod raid1;
 pub mod sib;
 pub mod split;
 pub mod srac;
@@ -66,6 +67,7 @@ pub static REGISTRY: &[Registered] = &[
     tica::REGISTERED_A,
     ucache::REGISTERED,
     srac::REGISTERED,
+    raid1::REGISTERED,
 ];
 
 /// Builds the policy `name` with `params` for `volume`, seeded by `seed`.

@@ -78,5 +78,5 @@ fn build_a(p: &Params, vol: &VolumeSpec, _seed: u64) -> Result<Box<dyn Policy>, 
 /// a home device (TICA and the baselines its paper compares against), for
 /// harnesses that choose a volume by policy.
 pub fn on_dram_and_two_ssds(name: &str) -> bool {
-    name.starts_with("tica-") || name == "ucache" || name == "s-rac"
+    name.starts_with("tica-") || matches!(name, "ucache" | "s-rac" | "raid1")
 }

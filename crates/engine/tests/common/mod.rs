@@ -261,4 +261,5 @@ pub const MODES: &[(&str, &str)] = &[
     ("tica-a", "smbi_steps = 1"),
     ("ucache", ""),
     ("s-rac", ""),
+    ("raid1", ""),
 ];

@@ -132,6 +132,10 @@ struct Window {
     bytes: u64,
     /// Bytes the clients wrote.
     write_bytes: u64,
+    /// Client requests and their summed latency, ns, by operation (reads
+    /// first).
+    op_requests: [u64; 2],
+    op_latency_sum_ns: [f64; 2],
     latency: Histogram,
     read_hits: u64,
     read_misses: u64,
@@ -330,7 +334,11 @@ impl Simulator {
     }
 
     fn prefill(&mut self) {
-        let n = self.r.cfg.cache_blocks.min(self.r.working_set);
+        let cfg = &self.r.cfg;
+        let n = cfg
+            .prefill_blocks
+            .unwrap_or(cfg.cache_blocks)
+            .min(self.r.working_set);
         self.dispatcher.reserve_entries(n as usize);
         for rank in 0..n {
             let block = self.workload.block_of_rank(rank);
@@ -695,6 +703,9 @@ impl Simulator {
             if op == Op::Write {
                 self.window.write_bytes += req.bytes;
             }
+            let i = usize::from(op == Op::Write);
+            self.window.op_requests[i] += 1;
+            self.window.op_latency_sum_ns[i] += lat as f64;
             self.window.latency.record(lat);
         }
         self.sample_acc.requests += 1;

@@ -78,6 +78,12 @@ pub struct RunResult {
     pub p99_latency_us: f64,
     /// 99.9th percentile latency, µs.
     pub p999_latency_us: f64,
+    /// Mean latency of read requests, µs (NaN without reads).
+    #[serde(default)]
+    pub read_mean_latency_us: f64,
+    /// Mean latency of write requests, µs (NaN without writes).
+    #[serde(default)]
+    pub write_mean_latency_us: f64,
     /// Read hit ratio (NaN when the policy does not classify reads).
     pub hit_ratio: f64,
     /// Requests completed in the steady state.
@@ -299,6 +305,8 @@ impl Simulator {
             p50_latency_us: w.latency.quantile(0.5) as f64 / 1e3,
             p99_latency_us: w.latency.quantile(0.99) as f64 / 1e3,
             p999_latency_us: w.latency.quantile(0.999) as f64 / 1e3,
+            read_mean_latency_us: w.op_latency_sum_ns[0] / w.op_requests[0] as f64 / 1e3,
+            write_mean_latency_us: w.op_latency_sum_ns[1] / w.op_requests[1] as f64 / 1e3,
             hit_ratio: if classified > 0 {
                 w.read_hits as f64 / classified as f64
             } else {

@@ -239,6 +239,18 @@ impl PlacementMap {
         }
     }
 
+    /// Starts loading `block`'s entry of a dense map into the CPU's cache
+    /// ahead of its lookup, so that the memory access overlaps other work
+    /// (a no-op for the hashed map).
+    #[inline]
+    pub fn touch(&self, block: u64) {
+        if let Storage::Dense(entries) = &self.entries {
+            if let Some(e) = entries.get(block as usize) {
+                std::hint::black_box(e.present);
+            }
+        }
+    }
+
     /// True when `block` has a non-default entry.
     #[inline]
     pub fn has_entry(&self, block: u64) -> bool {

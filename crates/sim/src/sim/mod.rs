@@ -510,6 +510,9 @@ impl Simulator {
                 }
             },
         };
+        // The block's state in the map and the version checker lives in
+        // arrays far larger than the CPU's caches: start both loads now.
+        self.dispatcher.map().touch(g.block);
         let req = Req {
             start_ns: self.now,
             op: Some(g.op),

@@ -439,36 +439,68 @@ fn a_dead_cache_device_is_taken_out_of_service() {
 /// acknowledged write.)
 #[test]
 fn tica_loses_nothing_when_any_cache_device_dies() {
-    for (i, (file, device)) in [("fast.img", 0u8), ("ro.img", 1), ("wo.img", 2)]
-        .into_iter()
-        .enumerate()
-    {
-        let tag = format!("tica-dead{i}");
-        let mut run = Run::new(&tag, "tica-wed", "", 9300 + i as u64);
-        let mut h = run.open(0);
-        run.requests(&mut h, 3000, Expect::spared(true));
-        run.inject(&[file], FaultSpec::dead());
-        let reads_spared = Expect {
-            reads_spared: true,
-            ..Expect::ANY
-        };
-        run.requests(&mut h, 500, reads_spared);
-        let out = h.vol().stats().out_of_service;
-        assert_eq!(out, 1 << device, "{file}: out of service {out:#b}");
-        run.requests(&mut h, 3000, Expect::spared(true));
-        h.idle();
-        assert_eq!(h.vol().at_risk_blocks(device), 0, "{file}");
-        h.submit(u64::MAX, Request::Flush);
-        h.idle();
-        let flush = h.client.done.pop().expect("the flush's reply");
-        assert_eq!(flush.error, 0, "{file}: flush failed");
-        h.close();
-        let mut h = run.open(1);
-        assert_eq!(h.vol().stats().out_of_service, 1 << device, "{file}");
-        run.requests(&mut h, 2000, Expect::spared(true));
-        h.close();
-        println!("{file} dead: {:?}", run.counts);
+    for (i, device) in [0u8, 1, 2].into_iter().enumerate() {
+        let counts = tica_device_dies("tica-wed", device, 9300 + i as u64, 3000, 3000);
+        println!("{} dead: {counts:?}", TICA_FILES[device as usize]);
     }
+}
+
+/// The same at 108 failure points: each TICA policy, each cache device, at
+/// twelve seeded moments of a run (after 100 to 1,200 requests).
+#[test]
+fn tica_loses_nothing_at_108_failure_points() {
+    let mut points = 0;
+    for policy in ["tica-ef", "tica-wed", "tica-a"] {
+        for device in 0..3u8 {
+            for k in 0..12u64 {
+                let seed = 9400 + 100 * u64::from(device) + k;
+                let before = 100 + Rng::new(seed).below(1100) as usize;
+                tica_device_dies(policy, device, seed, before, 400);
+                points += 1;
+            }
+        }
+    }
+    assert_eq!(points, 108);
+}
+
+const TICA_FILES: [&str; 3] = ["fast.img", "ro.img", "wo.img"];
+
+/// A TICA volume under `policy` serves `before` checked requests, then
+/// cache device `device` dies: the checks of
+/// [`tica_loses_nothing_when_any_cache_device_dies`], with `after`
+/// requests once the device is given up.
+fn tica_device_dies(policy: &str, device: u8, seed: u64, before: usize, after: usize) -> Counts {
+    let file = TICA_FILES[device as usize];
+    let tag = format!("{policy}-dead{device}-{seed}");
+    let extra = if policy == "tica-a" {
+        "smbi_steps = 1"
+    } else {
+        ""
+    };
+    let mut run = Run::new(&tag, policy, extra, seed);
+    let mut h = run.open(0);
+    run.requests(&mut h, before, Expect::spared(true));
+    run.inject(&[file], FaultSpec::dead());
+    let reads_spared = Expect {
+        reads_spared: true,
+        ..Expect::ANY
+    };
+    run.requests(&mut h, 500, reads_spared);
+    let out = h.vol().stats().out_of_service;
+    assert_eq!(out, 1 << device, "{tag}: out of service {out:#b}");
+    run.requests(&mut h, after, Expect::spared(true));
+    h.idle();
+    assert_eq!(h.vol().at_risk_blocks(device), 0, "{tag}");
+    h.submit(u64::MAX, Request::Flush);
+    h.idle();
+    let flush = h.client.done.pop().expect("the flush's reply");
+    assert_eq!(flush.error, 0, "{tag}: flush failed");
+    h.close();
+    let mut h = run.open(1);
+    assert_eq!(h.vol().stats().out_of_service, 1 << device, "{tag}");
+    run.requests(&mut h, after.min(2000), Expect::spared(true));
+    h.close();
+    std::mem::take(&mut run.counts)
 }
 
 /// Hibachi's DRAM holds clean pages only: when it dies, no read fails and,

@@ -91,6 +91,10 @@ pub struct KvSpec {
     /// DRAM cache, µs (counted in its latency).
     #[serde(default = "default_op_cpu_us")]
     pub op_cpu_us: f64,
+    /// CPU cores the commands' `op_cpu_us` share: a command waits for a
+    /// free core (default: as many as there are clients, so none waits).
+    #[serde(default)]
+    pub cpu_cores: Option<u32>,
     /// Set every key, coldest first, before the run starts (in zero time;
     /// the volume blocks written first are placed by the policy's warm-up).
     #[serde(default = "default_true")]
@@ -319,6 +323,9 @@ impl KvSpec {
                 format!("must be at least 0, got {v}")
             })?;
         }
+        check("cpu_cores", self.cpu_cores != Some(0), || {
+            "must be at least 1 (leave it out for a core per client)".into()
+        })?;
         check("op_cpu_us", self.op_cpu_us > 0.0, || {
             "must be positive: a command that takes no time would let a client loop forever in DRAM"
                 .into()

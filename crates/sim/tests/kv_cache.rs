@@ -117,6 +117,42 @@ fn lookaside_misses_wait_for_the_backing_store() {
     assert!(cold.throughput_ops_per_s < all_dram.throughput_ops_per_s / 10.0);
 }
 
+/// Commands' CPU time on a limited number of cores: four clients whose
+/// GETs all hit DRAM after 3 µs of CPU each run 4 / 3 µs commands a
+/// second on a core each, and queue for one core (each then waits for the
+/// other three: 12 µs), so a quarter of that.
+#[test]
+fn commands_share_the_cpu_cores() {
+    let mut kv = spec(0.5, 64, 1 << 14, [0.0, 0.0, 0.0], false);
+    kv.op_cpu_us = 3.0;
+    let own_cores = run(&kv_config("classic", 0, 0.0, 4, 256, kv.clone(), 1000, 1)).unwrap();
+    kv.cpu_cores = Some(1);
+    let one_core = run(&kv_config("classic", 0, 0.0, 4, 256, kv.clone(), 1000, 1)).unwrap();
+    assert_eq!(one_core.hit_ratio, 1.0);
+    let rate = |r: &tiermux_sim::RunResult| r.throughput_ops_per_s;
+    assert!(
+        (rate(&own_cores) / (4.0 / 3e-6) - 1.0).abs() < 0.01,
+        "{}",
+        rate(&own_cores)
+    );
+    assert!(
+        (rate(&one_core) / (1.0 / 3e-6) - 1.0).abs() < 0.01,
+        "{}",
+        rate(&one_core)
+    );
+    assert!(
+        (one_core.mean_latency_us - 12.0).abs() < 0.05,
+        "{}",
+        one_core.mean_latency_us
+    );
+    kv.cpu_cores = Some(0);
+    let e = kv_config("classic", 0, 0.0, 4, 256, kv, 1000, 1)
+        .resolve()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cpu_cores"), "{e}");
+}
+
 /// Sizes the cache cannot hold and a missing volume size are refused by name.
 #[test]
 fn bad_key_value_configs_name_the_field() {

@@ -12,7 +12,8 @@
 //! them, so a GET must return a whole value of its own key that is not
 //! older than the last SET acknowledged before it began.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use bytes::Bytes;
 use tiermux_core::rng::{splitmix64, Rng};
@@ -91,6 +92,9 @@ pub(super) struct KvFront {
     /// run long and when measuring began.
     pub(super) refused: u64,
     pub(super) refused_at_warmup: u64,
+    /// When each CPU core is next free, with `cpu_cores` set (soonest
+    /// first).
+    cores_free_at: Option<BinaryHeap<Reverse<u64>>>,
 }
 
 /// A deterministic size in `min..=max` for `seed`.
@@ -130,6 +134,7 @@ impl KvFront {
             stats_at_warmup: Summary::default(),
             refused: 0,
             refused_at_warmup: 0,
+            cores_free_at: spec.cpu_cores.map(|n| (0..n).map(|_| Reverse(0)).collect()),
         };
         front.settle_at_once(&mut Vec::new());
         while front.machine.pop_reply().is_some() {}
@@ -433,13 +438,24 @@ impl Simulator {
 
     /// A client begins a command at `start_ns` (now or later).
     fn kv_issue_at(&mut self, worker: u32, key: u64, start_ns: u64) {
-        let cpu_ns = (self.kv().spec.op_cpu_us * 1e3) as u64;
+        let kv = self.kv();
+        let cpu_ns = ((kv.spec.op_cpu_us * 1e3) as u64).max(1);
+        let done_ns = match kv.cores_free_at.as_mut() {
+            // The command's code runs on the core free soonest, once it is.
+            Some(cores) => {
+                let Reverse(free_ns) = cores.pop().expect("at least one core");
+                let done_ns = free_ns.max(start_ns) + cpu_ns;
+                cores.push(Reverse(done_ns));
+                done_ns
+            }
+            None => start_ns + cpu_ns,
+        };
         let ev = Ev::KvCommand {
             worker,
             key,
             start_ns,
         };
-        self.push(start_ns + cpu_ns.max(1), ev);
+        self.push(done_ns, ev);
     }
 
     pub(super) fn kv_command(&mut self, worker: u32, key: u64, start_ns: u64) {

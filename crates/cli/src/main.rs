@@ -71,8 +71,8 @@ enum Cmd {
         #[arg(long)]
         png: bool,
         /// Cut every run to at most this many simulated seconds (warm-up
-        /// cut alike): checks that a file runs and draws in seconds; the
-        /// numbers mean little.
+        /// and a device failure's moment cut alike): checks that a file
+        /// runs and draws in seconds; the numbers mean little.
         #[arg(long, value_name = "SECONDS")]
         max_duration_s: Option<f64>,
         /// Cut every key-value run's keys to at most this many (with
@@ -461,11 +461,15 @@ fn sim(file: &Path, opts: SimOptions) -> Result<()> {
     write_paper_rows(file, &exp, &table, &out)
 }
 
-/// Cuts a run to at most `cap_s` simulated seconds, its warm-up in
-/// proportion, sampling at least ten times.
+/// Cuts a run to at most `cap_s` simulated seconds, its warm-up and a
+/// device failure's moment in proportion, sampling at least ten times.
 fn cut_run(cfg: &mut SimConfig, cap_s: f64) {
     if cfg.duration_s > cap_s {
-        cfg.warmup_s *= cap_s / cfg.duration_s;
+        let scale = cap_s / cfg.duration_s;
+        cfg.warmup_s *= scale;
+        if let Some(f) = cfg.failure.as_mut() {
+            f.at_s *= scale;
+        }
         cfg.duration_s = cap_s;
     }
     cfg.sample_interval_ms = cfg.sample_interval_ms.min(cfg.duration_s * 100.0);

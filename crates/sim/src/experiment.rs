@@ -659,8 +659,8 @@ pub fn run_cells(
     cols.push(kv.map_or(String::new(), |k| k.refused.to_string()));
     cols.push(num(r.measured_s));
     cols.push(num(r.energy_j.unwrap_or(f64::NAN)));
-    cols.push(num(r.read_mean_latency_us));
-    cols.push(num(r.write_mean_latency_us));
+    cols.push(num(r.read_mean_latency_us.unwrap_or(f64::NAN)));
+    cols.push(num(r.write_mean_latency_us.unwrap_or(f64::NAN)));
     cols.push(num(r.cwaf.unwrap_or(f64::NAN)));
     cols.push(num(r.ssd_lifetime_years.unwrap_or(f64::NAN)));
     let failure = r.failure.as_ref();

@@ -78,12 +78,12 @@ pub struct RunResult {
     pub p99_latency_us: f64,
     /// 99.9th percentile latency, µs.
     pub p999_latency_us: f64,
-    /// Mean latency of read requests, µs (NaN without reads).
+    /// Mean latency of read requests, µs (`None` without reads).
     #[serde(default)]
-    pub read_mean_latency_us: f64,
-    /// Mean latency of write requests, µs (NaN without writes).
+    pub read_mean_latency_us: Option<f64>,
+    /// Mean latency of write requests, µs (`None` without writes).
     #[serde(default)]
-    pub write_mean_latency_us: f64,
+    pub write_mean_latency_us: Option<f64>,
     /// Read hit ratio (NaN when the policy does not classify reads).
     pub hit_ratio: f64,
     /// Requests completed in the steady state.
@@ -150,6 +150,15 @@ pub struct KvResult {
     pub sets: u64,
     /// SETs refused in the steady state ("the store is full").
     pub refused: u64,
+}
+
+impl Window {
+    /// Mean latency of the requests of operation `i` (0 reads, 1 writes),
+    /// µs; `None` without any.
+    fn op_mean_latency_us(&self, i: usize) -> Option<f64> {
+        let n = self.op_requests[i];
+        (n > 0).then(|| self.op_latency_sum_ns[i] / n as f64 / 1e3)
+    }
 }
 
 impl Simulator {
@@ -305,8 +314,8 @@ impl Simulator {
             p50_latency_us: w.latency.quantile(0.5) as f64 / 1e3,
             p99_latency_us: w.latency.quantile(0.99) as f64 / 1e3,
             p999_latency_us: w.latency.quantile(0.999) as f64 / 1e3,
-            read_mean_latency_us: w.op_latency_sum_ns[0] / w.op_requests[0] as f64 / 1e3,
-            write_mean_latency_us: w.op_latency_sum_ns[1] / w.op_requests[1] as f64 / 1e3,
+            read_mean_latency_us: w.op_mean_latency_us(0),
+            write_mean_latency_us: w.op_mean_latency_us(1),
             hit_ratio: if classified > 0 {
                 w.read_hits as f64 / classified as f64
             } else {

@@ -266,13 +266,15 @@ impl Frontend for Front<'_> {
                 self.read(idx, io);
             }
         }
+        // Before closing: a stop asked for since the last wait closes the
+        // idle connections now (nothing else may wake the loop again).
+        if self.server.stop.load(Ordering::SeqCst) {
+            self.stopping = true;
+        }
         let stopping = self.stopping;
         self.conns.close_where(|c| {
             (c.wire.closing || stopping) && c.replies.is_empty() && !c.wire.has_output()
         });
-        if self.server.stop.load(Ordering::SeqCst) {
-            self.stopping = true;
-        }
         let idle = self.server.machine.io_in_flight() == 0;
         if self.stopping && idle && self.conns.is_empty() {
             Flow::Stop

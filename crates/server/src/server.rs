@@ -322,10 +322,12 @@ impl Frontend for Connections<'_> {
         // Resuming may read the end of a paused connection's stream, which
         // closes it right away: nothing else would wake the loop for it.
         self.resume_paused(io);
-        self.close_finished();
+        // Before closing: a stop asked for since the last wait closes the
+        // idle connections now (nothing else may wake the loop again).
         if self.server.shutdown.flag.load(Ordering::SeqCst) {
             self.stopping = true;
         }
+        self.close_finished();
         if self.stopping && self.conns.is_empty() {
             Flow::Stop
         } else {

@@ -309,15 +309,17 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         .iter()
         .map(|d| {
             format!(
-                "{} read {} MiB, wrote {} MiB",
+                "{} read {} MiB in {} operations, wrote {} MiB in {}",
                 d.name,
                 d.counters.read_bytes >> 20,
-                d.counters.write_bytes >> 20
+                d.counters.read_ops,
+                d.counters.write_bytes >> 20,
+                d.counters.write_ops
             )
         })
         .collect();
     eprintln!(
-        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations, {} refused while too many handshakes waited); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device errors",
+        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations, {} refused while too many handshakes waited); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device operations merged {} blocks; {} device errors",
         st.requests,
         stats.connections,
         stats.bad_requests,
@@ -330,6 +332,8 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         checkpoints,
         st.marks,
         st.writes_held,
+        st.merged_ops,
+        st.merged_blocks,
         st.device_errors
     );
     if st.device_errors > 0 {

@@ -291,6 +291,38 @@ impl Reactor for ThreadReactor {
         self.queue(job);
     }
 
+    unsafe fn readv(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    ) {
+        let op = FileOp::ReadV {
+            iov: iov as usize,
+            count,
+            offset,
+        };
+        self.queue(Job { fd, op, token });
+    }
+
+    unsafe fn writev(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    ) {
+        let op = FileOp::WriteV {
+            iov: iov as usize,
+            count,
+            offset,
+        };
+        self.queue(Job { fd, op, token });
+    }
+
     fn fsync(&mut self, fd: RawFd, token: u64) {
         let job = Job {
             fd,

@@ -66,6 +66,36 @@ pub trait Reactor: Send {
     /// `wait` returns this token's completion; `fd` must stay open.
     unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64);
 
+    /// Queues a read of consecutive bytes at `offset` of `fd` into the
+    /// `count` buffers that `iov` lists, each filled in turn (`preadv`).
+    ///
+    /// # Safety
+    /// As for [`Reactor::read`], for every listed buffer; and the list
+    /// itself stays valid and unmodified until the completion is returned.
+    unsafe fn readv(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    );
+
+    /// Queues a write of the `count` buffers that `iov` lists, one after
+    /// another, at `offset` of `fd` (`pwritev`).
+    ///
+    /// # Safety
+    /// As for [`Reactor::write`], for every listed buffer; and the list
+    /// itself stays valid and unmodified until the completion is returned.
+    unsafe fn writev(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    );
+
     /// Queues an `fdatasync` of `fd` (which must stay open until it completes).
     fn fsync(&mut self, fd: RawFd, token: u64);
 
@@ -149,9 +179,64 @@ pub const INLINE_MAX_BYTES: u32 = 1 << 20;
 /// A file operation to run with blocking system calls.
 #[derive(Clone, Copy)]
 pub(crate) enum FileOp {
-    Read { ptr: usize, len: u32, offset: u64 },
-    Write { ptr: usize, len: u32, offset: u64 },
+    Read {
+        ptr: usize,
+        len: u32,
+        offset: u64,
+    },
+    Write {
+        ptr: usize,
+        len: u32,
+        offset: u64,
+    },
+    /// A vectored read: `count` buffers listed at `iov`.
+    ReadV {
+        iov: usize,
+        count: u32,
+        offset: u64,
+    },
+    /// A vectored write: `count` buffers listed at `iov`.
+    WriteV {
+        iov: usize,
+        count: u32,
+        offset: u64,
+    },
     Sync,
+}
+
+impl FileOp {
+    /// True for the operations that change the file.
+    pub(crate) fn is_write(&self) -> bool {
+        matches!(self, FileOp::Write { .. } | FileOp::WriteV { .. })
+    }
+
+    /// The buffers a vectored operation lists (empty for the others).
+    ///
+    /// # Safety
+    /// The list must be valid, as the reactor's `readv`/`writev` contracts
+    /// promise until the operation's completion is returned.
+    pub(crate) unsafe fn iovecs(&self) -> &[libc::iovec] {
+        match *self {
+            // SAFETY: by this function's contract.
+            FileOp::ReadV { iov, count, .. } | FileOp::WriteV { iov, count, .. } => unsafe {
+                std::slice::from_raw_parts(iov as *const libc::iovec, count as usize)
+            },
+            _ => &[],
+        }
+    }
+
+    /// Bytes the operation transfers (0 for a sync).
+    pub(crate) fn len_bytes(&self) -> u64 {
+        match *self {
+            FileOp::Read { len, .. } | FileOp::Write { len, .. } => len as u64,
+            // SAFETY: a queued operation's list is valid (see `iovecs`).
+            FileOp::ReadV { .. } | FileOp::WriteV { .. } => unsafe { self.iovecs() }
+                .iter()
+                .map(|v| v.iov_len as u64)
+                .sum(),
+            FileOp::Sync => 0,
+        }
+    }
 }
 
 /// A file operation and the token its completion carries.
@@ -178,6 +263,14 @@ pub(crate) fn run_job(job: &FileJob) -> i32 {
             let buf = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
             write_full(fd, buf, offset)
         }
+        FileOp::ReadV { offset, .. } => {
+            // SAFETY: see above; every listed buffer is valid for writes.
+            vectored_full(fd, unsafe { job.op.iovecs() }, offset, false)
+        }
+        FileOp::WriteV { offset, .. } => {
+            // SAFETY: see above; every listed buffer is valid for reads.
+            vectored_full(fd, unsafe { job.op.iovecs() }, offset, true)
+        }
         FileOp::Sync => rustix::fs::fdatasync(fd).map(|_| 0),
     };
     match r {
@@ -195,6 +288,78 @@ fn read_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> rustix::io::Res
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e),
         }
+    }
+    Ok(done)
+}
+
+/// A `preadv`/`pwritev` of the buffers `iov` lists; a short transfer (rare:
+/// a signal, the end of the file) continues buffer by buffer.
+fn vectored_full(
+    fd: BorrowedFd<'_>,
+    iov: &[libc::iovec],
+    offset: u64,
+    write: bool,
+) -> rustix::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let total: usize = iov.iter().map(|v| v.iov_len).sum();
+    let count = iov.len().min(libc::c_int::MAX as usize) as libc::c_int;
+    let first = loop {
+        // SAFETY: the caller's buffers are valid for the transfer (the
+        // reactor's contract) and `iov` lists `count` of them.
+        let n = unsafe {
+            if write {
+                libc::pwritev(fd.as_raw_fd(), iov.as_ptr(), count, offset as libc::off_t)
+            } else {
+                libc::preadv(fd.as_raw_fd(), iov.as_ptr(), count, offset as libc::off_t)
+            }
+        };
+        if n >= 0 {
+            break n as usize;
+        }
+        let errno = rustix::io::Errno::from_raw_os_error(
+            io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        );
+        if errno != rustix::io::Errno::INTR {
+            return Err(errno);
+        }
+    };
+    if first == total || (first == 0 && !write) {
+        return Ok(first);
+    }
+    // Finish buffer by buffer from where the vectored call stopped.
+    let mut done = first;
+    let mut start = 0;
+    for v in iov {
+        let end = start + v.iov_len;
+        if end > done {
+            let skip = done - start;
+            let n = if write {
+                // SAFETY: as above, for the rest of this buffer.
+                let b = unsafe {
+                    std::slice::from_raw_parts(
+                        (v.iov_base as *const u8).add(skip),
+                        v.iov_len - skip,
+                    )
+                };
+                write_full(fd, b, offset + done as u64)?
+            } else {
+                // SAFETY: as above, for the rest of this buffer.
+                let b = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        (v.iov_base as *mut u8).add(skip),
+                        v.iov_len - skip,
+                    )
+                };
+                read_full(fd, b, offset + done as u64)?
+            };
+            done += n;
+            if n < v.iov_len - skip {
+                break;
+            }
+        }
+        start = end;
     }
     Ok(done)
 }
@@ -229,10 +394,7 @@ impl InlineFiles {
 
     /// Keeps `job` if it is to run inline, else gives it back.
     pub(crate) fn offer(&mut self, job: FileJob) -> Option<FileJob> {
-        let small = match job.op {
-            FileOp::Read { len, .. } | FileOp::Write { len, .. } => len <= INLINE_MAX_BYTES,
-            FileOp::Sync => true,
-        };
+        let small = job.op.len_bytes() <= INLINE_MAX_BYTES as u64;
         if small && self.fds.contains(&job.fd) {
             self.queued.push(job);
             None
@@ -365,6 +527,35 @@ mod tests {
         let got = wait_for(r.as_mut(), &[2, 3]);
         assert!(got.iter().all(|c| c.result >= 0), "{got:?}");
         assert_eq!(&rd[..], &w[..]);
+        // Vectored: two buffers written one after the other, read back
+        // into two others.
+        let mut parts = [AlignedBuf::zeroed(4096), AlignedBuf::zeroed(4096)];
+        parts[0].fill(0x11);
+        parts[1].fill(0x22);
+        let iov: Vec<libc::iovec> = parts
+            .iter_mut()
+            .map(|p| libc::iovec {
+                iov_base: p.as_mut_ptr().cast(),
+                iov_len: 4096,
+            })
+            .collect();
+        // SAFETY: `parts` and `iov` live until the completion below.
+        unsafe { r.writev(fd, iov.as_ptr(), 2, 4096, 4) };
+        let got = wait_for(r.as_mut(), &[4]);
+        assert_eq!(got.iter().find(|c| c.token == 4).unwrap().result, 8192);
+        let mut back = [AlignedBuf::zeroed(4096), AlignedBuf::zeroed(4096)];
+        let iov: Vec<libc::iovec> = back
+            .iter_mut()
+            .map(|p| libc::iovec {
+                iov_base: p.as_mut_ptr().cast(),
+                iov_len: 4096,
+            })
+            .collect();
+        // SAFETY: `back` and `iov` live until the completion below.
+        unsafe { r.readv(fd, iov.as_ptr(), 2, 4096, 5) };
+        let got = wait_for(r.as_mut(), &[5]);
+        assert_eq!(got.iter().find(|c| c.token == 5).unwrap().result, 8192);
+        assert!(back[0].iter().all(|&b| b == 0x11) && back[1].iter().all(|&b| b == 0x22));
         // Timers complete in deadline order and not early.
         let t0 = now_ns();
         r.timer_at(t0 + 3_000_000, 11);
@@ -478,6 +669,49 @@ mod tests {
             Ok(r) => exercise(Box::new(r)),
             Err(e) => eprintln!("io_uring unavailable here ({e}); skipped"),
         }
+    }
+
+    #[test]
+    fn a_vectored_read_past_the_end_of_the_file_is_short() {
+        let dir = std::env::temp_dir().join(format!("tiermux-readv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, vec![9u8; 4096 + 100]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let mut bufs = [AlignedBuf::zeroed(4096), AlignedBuf::zeroed(4096)];
+        let iov: Vec<libc::iovec> = bufs
+            .iter_mut()
+            .map(|p| libc::iovec {
+                iov_base: p.as_mut_ptr().cast(),
+                iov_len: 4096,
+            })
+            .collect();
+        let job = FileJob {
+            fd: f.as_raw_fd(),
+            op: FileOp::ReadV {
+                iov: iov.as_ptr() as usize,
+                count: 2,
+                offset: 0,
+            },
+            token: 0,
+        };
+        assert_eq!(job.op.len_bytes(), 8192);
+        assert_eq!(run_job(&job), 4096 + 100);
+        assert!(bufs[0].iter().all(|&b| b == 9));
+        assert!(bufs[1][..100].iter().all(|&b| b == 9) && bufs[1][100..].iter().all(|&b| b == 0));
+        // From an offset inside the second buffer's range: one buffer's
+        // worth is left, and the rest of the list is not touched.
+        let job = FileJob {
+            fd: f.as_raw_fd(),
+            op: FileOp::ReadV {
+                iov: iov.as_ptr() as usize,
+                count: 2,
+                offset: 4096,
+            },
+            token: 0,
+        };
+        assert_eq!(run_job(&job), 100);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -173,6 +173,46 @@ impl Reactor for PowerLossReactor {
         unsafe { self.inner.write(fd, buf, len, offset, token) }
     }
 
+    unsafe fn readv(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    ) {
+        self.started(token);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { self.inner.readv(fd, iov, count, offset, token) }
+    }
+
+    unsafe fn writev(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    ) {
+        let op = crate::reactor::FileOp::WriteV {
+            iov: iov as usize,
+            count,
+            offset,
+        };
+        let mut at = offset;
+        // SAFETY: the caller keeps the list and every listed buffer valid
+        // and unmodified until this write completes, after this call.
+        for v in unsafe { op.iovecs() } {
+            // SAFETY: as above.
+            let bytes = unsafe { std::slice::from_raw_parts(v.iov_base as *const u8, v.iov_len) };
+            self.machine.wrote(fd, at, bytes);
+            at += v.iov_len as u64;
+        }
+        self.started(token);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { self.inner.writev(fd, iov, count, offset, token) }
+    }
+
     fn fsync(&mut self, fd: RawFd, token: u64) {
         self.syncs
             .insert(token, (fd, self.machine.pending_writes(fd)));

@@ -144,8 +144,8 @@ impl SimReactor {
     /// and syncs.
     fn perform(&mut self, job: &FileJob) -> i32 {
         let kind = match job.op {
-            FileOp::Read { .. } => FaultOp::Read,
-            FileOp::Write { .. } => FaultOp::Write,
+            FileOp::Read { .. } | FileOp::ReadV { .. } => FaultOp::Read,
+            FileOp::Write { .. } | FileOp::WriteV { .. } => FaultOp::Write,
             FileOp::Sync => FaultOp::Sync,
         };
         if self.machine.fails(job.fd, kind, &mut self.rng) {
@@ -165,6 +165,17 @@ impl SimReactor {
             // is after this.
             let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
             self.machine.wrote(job.fd, offset, bytes);
+        }
+        if let FileOp::WriteV { mut offset, .. } = job.op {
+            // SAFETY: the `writev` contract keeps the list and its buffers
+            // valid and unmodified until the completion is returned.
+            for v in unsafe { job.op.iovecs() } {
+                // SAFETY: as above.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(v.iov_base as *const u8, v.iov_len) };
+                self.machine.wrote(job.fd, offset, bytes);
+                offset += v.iov_len as u64;
+            }
         }
         let r = run_job(job);
         if matches!(job.op, FileOp::Sync) && r >= 0 {
@@ -187,19 +198,13 @@ impl SimReactor {
     fn end_in_flight(&mut self) {
         self.crashed = true;
         for ev in std::mem::take(&mut self.queued) {
-            if matches!(
-                ev,
-                Event::File(FileJob {
-                    op: FileOp::Write { .. },
-                    ..
-                })
-            ) {
+            if matches!(&ev, Event::File(job) if job.op.is_write()) {
                 self.stats.crash_writes_lost += 1;
             }
         }
         while let Some(Reverse(Scheduled { ev, .. })) = self.heap.pop() {
             if let Event::File(job) = ev {
-                if matches!(job.op, FileOp::Write { .. }) {
+                if job.op.is_write() {
                     if self.rng.below(2) == 0 {
                         self.perform(&job);
                         self.stats.crash_writes_kept += 1;
@@ -234,6 +239,38 @@ impl Reactor for SimReactor {
         let op = FileOp::Write {
             ptr: buf as usize,
             len,
+            offset,
+        };
+        self.file(fd, op, token);
+    }
+
+    unsafe fn readv(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    ) {
+        let op = FileOp::ReadV {
+            iov: iov as usize,
+            count,
+            offset,
+        };
+        self.file(fd, op, token);
+    }
+
+    unsafe fn writev(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    ) {
+        let op = FileOp::WriteV {
+            iov: iov as usize,
+            count,
             offset,
         };
         self.file(fd, op, token);

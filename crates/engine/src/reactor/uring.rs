@@ -119,6 +119,54 @@ impl Reactor for UringReactor {
         );
     }
 
+    unsafe fn readv(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    ) {
+        let op = FileOp::ReadV {
+            iov: iov as usize,
+            count,
+            offset,
+        };
+        if self.inline.offer(FileJob { fd, op, token }).is_none() {
+            return;
+        }
+        self.backlog.push(
+            opcode::Readv::new(types::Fd(fd), iov, count)
+                .offset(offset)
+                .build()
+                .user_data(token),
+        );
+    }
+
+    unsafe fn writev(
+        &mut self,
+        fd: RawFd,
+        iov: *const libc::iovec,
+        count: u32,
+        offset: u64,
+        token: u64,
+    ) {
+        let op = FileOp::WriteV {
+            iov: iov as usize,
+            count,
+            offset,
+        };
+        if self.inline.offer(FileJob { fd, op, token }).is_none() {
+            return;
+        }
+        self.backlog.push(
+            opcode::Writev::new(types::Fd(fd), iov, count)
+                .offset(offset)
+                .build()
+                .user_data(token),
+        );
+    }
+
     fn fsync(&mut self, fd: RawFd, token: u64) {
         let op = FileOp::Sync;
         if self.inline.offer(FileJob { fd, op, token }).is_none() {

@@ -4,7 +4,10 @@
 
 use tiermux_core::Op;
 
-use super::{split_tag, token, DevOp, Volume, KIND_DEV_IO, KIND_EMU_WAIT, KIND_MARK, KIND_SHIFT};
+use super::{
+    split_tag, token, DevOp, Volume, KIND_DEV_IO, KIND_EMU_WAIT, KIND_MARK, KIND_MERGED_IO,
+    KIND_MERGED_WAIT, KIND_SHIFT,
+};
 use crate::reactor::{Completion, Reactor};
 
 impl Volume {
@@ -16,6 +19,42 @@ impl Volume {
         let io = ready.io;
         let bs = self.cfg.block_size;
         let now = r.now_ns();
+        let (ptr, buf) = self.buffer_of(&ready);
+        let dev = &mut self.devices[io.device as usize];
+        let deadline_ns = dev.submitted(now, io.dir, bs as u64, io.addr, io.purpose.index());
+        let fd = dev.fd();
+        if dev.memory_backed {
+            r.serve_inline(fd);
+        }
+        let slot = self.ops.insert(DevOp {
+            flight: ready.flight,
+            index: ready.index,
+            device: io.device,
+            dir: io.dir,
+            buf,
+            submitted_ns: now,
+            deadline_ns,
+            result: 0,
+        });
+        let offset = io.addr * bs as u64;
+        match io.dir {
+            // SAFETY: the buffer (a pool buffer with a reference held by this
+            // operation, or the request's buffer kept until the request
+            // finishes) outlives the operation, which is removed from `ops`
+            // only when its completion arrives.
+            Op::Read => unsafe { r.read(fd, ptr, bs, offset, token(KIND_DEV_IO, slot)) },
+            // SAFETY: as above.
+            Op::Write => unsafe { r.write(fd, ptr, bs, offset, token(KIND_DEV_IO, slot)) },
+        }
+    }
+
+    /// The buffer an operation reads into or writes from, and the pool
+    /// buffer it holds a reference to (none for a client write, which
+    /// writes from its request's buffer). Checks the address and the
+    /// buffer's alignment.
+    pub(super) fn buffer_of(&mut self, ready: &tiermux_core::Ready) -> (*mut u8, Option<u32>) {
+        let io = ready.io;
+        let bs = self.cfg.block_size;
         let (ptr, buf): (*mut u8, Option<u32>) = match (io.dir, io.purpose) {
             (Op::Write, tiermux_core::Purpose::Client) => {
                 let (idx, _, i) = split_tag(ready.tag);
@@ -50,32 +89,7 @@ impl Volume {
             0,
             "device I/O buffer unaligned"
         );
-        let dev = &mut self.devices[io.device as usize];
-        let deadline_ns = dev.submitted(now, io.dir, bs as u64, io.addr, io.purpose.index());
-        let fd = dev.fd();
-        if dev.memory_backed {
-            r.serve_inline(fd);
-        }
-        let slot = self.ops.insert(DevOp {
-            flight: ready.flight,
-            index: ready.index,
-            device: io.device,
-            dir: io.dir,
-            buf,
-            submitted_ns: now,
-            deadline_ns,
-            result: 0,
-        });
-        let offset = io.addr * bs as u64;
-        match io.dir {
-            // SAFETY: the buffer (a pool buffer with a reference held by this
-            // operation, or the request's buffer kept until the request
-            // finishes) outlives the operation, which is removed from `ops`
-            // only when its completion arrives.
-            Op::Read => unsafe { r.read(fd, ptr, bs, offset, token(KIND_DEV_IO, slot)) },
-            // SAFETY: as above.
-            Op::Write => unsafe { r.write(fd, ptr, bs, offset, token(KIND_DEV_IO, slot)) },
-        }
+        (ptr, buf)
     }
 
     /// Handles a completion whose token belongs to the volume.
@@ -95,6 +109,8 @@ impl Volume {
                 self.finish_op(index, now, r);
             }
             KIND_EMU_WAIT => self.finish_op(index, r.now_ns(), r),
+            KIND_MERGED_IO => self.on_merged_completion(index, c.result, r),
+            KIND_MERGED_WAIT => self.finish_merged(index, r.now_ns(), r),
             KIND_MARK => {
                 if let Err(e) = self.on_mark_sync(index, c.result, r) {
                     self.meta_error.get_or_insert(e);
@@ -110,10 +126,23 @@ impl Volume {
         let dev = &mut self.devices[op.device as usize];
         let latency_ns = now - op.submitted_ns;
         dev.completed(op.dir, bs, latency_ns);
-        let injected = dev.fails(crate::faults::FaultOp::of(op.dir));
-        let ok = op.result == bs as i32 && !injected;
         self.obs
             .device_op(op.device as usize, op.dir, bs, latency_ns);
+        self.settle(&op);
+        self.drain(r);
+        if let Some(id) = op.buf {
+            self.pool.release(id);
+        }
+    }
+
+    /// Tells the dispatcher how block operation `op` (transferred, or not,
+    /// as its `result` says) ended, after the device's fault layers had
+    /// their say.
+    pub(super) fn settle(&mut self, op: &DevOp) {
+        let bs = self.cfg.block_size as u64;
+        let dev = &mut self.devices[op.device as usize];
+        let injected = dev.fails(crate::faults::FaultOp::of(op.dir));
+        let ok = op.result == bs as i32 && !injected;
         if ok {
             self.health.succeeded(op.device);
             let payload = if op.dir == Op::Read {
@@ -136,10 +165,6 @@ impl Volume {
             // the map when the plan finishes; a client access it served
             // fails (`on_acked`, `durable`).
             self.dispatcher.fail(op.flight, op.index);
-        }
-        self.drain(r);
-        if let Some(id) = op.buf {
-            self.pool.release(id);
         }
     }
 

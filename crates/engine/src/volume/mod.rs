@@ -31,6 +31,7 @@ mod device_io;
 mod durable;
 mod health;
 mod marks;
+mod merged_io;
 mod open;
 mod reconfigure;
 mod request;
@@ -56,10 +57,12 @@ const KIND_SHIFT: u32 = 56;
 const KIND_DEV_IO: u64 = 1;
 const KIND_EMU_WAIT: u64 = 2;
 const KIND_MARK: u64 = 3;
+const KIND_MERGED_IO: u64 = 4;
+const KIND_MERGED_WAIT: u64 = 5;
 
 /// The volume's reactor tokens are below this value (the runtime gives the
 /// rest to the front end).
-pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_MARK + 1) << KIND_SHIFT;
+pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_MERGED_WAIT + 1) << KIND_SHIFT;
 
 struct DevOp {
     flight: u32,
@@ -102,6 +105,13 @@ pub struct VolumeStats {
     pub repairs: u64,
     /// Devices taken out of service (bit per device).
     pub out_of_service: u8,
+    /// Vectored device operations that merged consecutive blocks.
+    pub merged_ops: u64,
+    /// Block operations carried by merged ones.
+    pub merged_blocks: u64,
+    /// Merged operations that failed or fell short and were retried block
+    /// by block.
+    pub merged_retries: u64,
 }
 
 /// A volume over opened devices.
@@ -112,6 +122,12 @@ pub struct Volume {
     meta: Metadata,
     pool: BufPool,
     ops: Slab<DevOp>,
+    /// Vectored operations over consecutive blocks (`merged_io`); their
+    /// blocks' operations are in `ops` too.
+    merged: Slab<merged_io::MergedOp>,
+    /// The operations the dispatcher handed out in one pass, performed
+    /// together so that consecutive ones merge (kept for its allocation).
+    batch: Vec<tiermux_core::Ready>,
     reqs: Slab<Req>,
     blocked: VecDeque<usize>,
     rmw_busy: tiermux_core::map::BlockMap<u32>,
@@ -405,10 +421,15 @@ impl Volume {
                 progressed = true;
                 self.on_map_event(ev);
             }
+            let mut batch = std::mem::take(&mut self.batch);
             while let Some(ready) = self.dispatcher.pop_ready() {
                 progressed = true;
-                self.issue(ready, r);
+                batch.push(ready);
             }
+            if !batch.is_empty() {
+                self.issue_batch(&mut batch, r);
+            }
+            self.batch = batch;
             while let Some(a) = self.dispatcher.pop_acked() {
                 progressed = true;
                 self.on_acked(a, r);

@@ -348,6 +348,8 @@ impl Volume {
             devices,
             meta,
             ops: Slab::new(),
+            merged: Slab::new(),
+            batch: Vec::new(),
             reqs: Slab::new(),
             blocked: VecDeque::new(),
             rmw_busy: Default::default(),

@@ -1,0 +1,269 @@
+//! Merged device operations: the operations the dispatcher hands out
+//! together that go to consecutive addresses of one device, in one
+//! direction, become one vectored operation (`preadv`/`pwritev`), up to
+//! [`MERGE_MAX_BLOCKS`] blocks. A large sequential request then costs one
+//! system call per device and direction instead of one per block.
+//!
+//! Plans keep their per-block meaning: each block's operation stays a
+//! [`DevOp`] and is settled on its own (completed, or failed with the fault
+//! layers consulted per block) when the merged operation completes. A
+//! merged operation that fails or transfers less than all of its bytes is
+//! tried again block by block, so that an error lands on the blocks it
+//! belongs to.
+
+use tiermux_core::{Op, Ready};
+
+use super::{token, DevOp, Volume, KIND_DEV_IO, KIND_MERGED_IO, KIND_MERGED_WAIT};
+use crate::reactor::Reactor;
+
+/// The most blocks one merged operation covers (1 MiB of 4 KiB blocks;
+/// below the kernel's limit of 1,024 buffers per vectored call).
+pub(super) const MERGE_MAX_BLOCKS: usize = 256;
+
+/// A vectored operation in flight over consecutive blocks of one device.
+pub(super) struct MergedOp {
+    /// The blocks' operations (slots in `Volume::ops`), in address order.
+    parts: Vec<usize>,
+    /// One buffer per block, in the same order; handed to the kernel.
+    iov: Vec<libc::iovec>,
+    device: u8,
+    dir: Op,
+    first_addr: u64,
+    /// Why the first block's operation exists (for emulation's counters).
+    purpose: usize,
+    submitted_ns: u64,
+    deadline_ns: u64,
+    result: i32,
+}
+
+// SAFETY: the raw pointers in `iov` point into buffers the volume owns (pool
+// buffers referenced by the parts, or request buffers kept until the
+// request's flights finish); the merged operation moves between threads
+// only together with the volume that owns those buffers.
+unsafe impl Send for MergedOp {}
+
+impl MergedOp {
+    fn bytes(&self) -> u64 {
+        self.iov.iter().map(|v| v.iov_len as u64).sum()
+    }
+}
+
+/// Splits `batch`, sorted by device, direction and address, into runs of
+/// operations on consecutive addresses of one device in one direction, at
+/// most `max_blocks` long; returns each run's length, in order.
+pub(super) fn runs(batch: &[Ready], max_blocks: usize) -> Vec<usize> {
+    assert!(max_blocks >= 1, "a run holds at least one operation");
+    let mut lens = Vec::new();
+    let mut i = 0;
+    while i < batch.len() {
+        let (d, dir) = (batch[i].io.device, batch[i].io.dir);
+        let mut j = i + 1;
+        while j < batch.len()
+            && j - i < max_blocks
+            && batch[j].io.device == d
+            && batch[j].io.dir == dir
+            && batch[j].io.addr == batch[j - 1].io.addr + 1
+        {
+            j += 1;
+        }
+        lens.push(j - i);
+        i = j;
+    }
+    lens
+}
+
+impl Volume {
+    /// Performs the operations the dispatcher handed out together, merging
+    /// those on consecutive addresses.
+    pub(super) fn issue_batch(&mut self, batch: &mut Vec<Ready>, r: &mut dyn Reactor) {
+        if batch.len() == 1 {
+            self.issue(batch[0], r);
+            batch.clear();
+            return;
+        }
+        batch.retain(|ready| {
+            let held = self.must_hold(ready);
+            if held {
+                self.hold(*ready);
+            }
+            !held
+        });
+        batch.sort_by_key(|ready| (ready.io.device, ready.io.dir == Op::Write, ready.io.addr));
+        let mut at = 0;
+        for len in runs(batch, MERGE_MAX_BLOCKS) {
+            match len {
+                1 => self.issue(batch[at], r),
+                _ => self.issue_merged(&batch[at..at + len], r),
+            }
+            at += len;
+        }
+        batch.clear();
+    }
+
+    fn issue_merged(&mut self, run: &[Ready], r: &mut dyn Reactor) {
+        let first = run[0].io;
+        let bs = self.cfg.block_size;
+        let now = r.now_ns();
+        let mut parts = Vec::with_capacity(run.len());
+        let mut iov = Vec::with_capacity(run.len());
+        for (k, ready) in run.iter().enumerate() {
+            assert_eq!(
+                ready.io.addr,
+                first.addr + k as u64,
+                "a merged run has a gap"
+            );
+            let (ptr, buf) = self.buffer_of(ready);
+            iov.push(libc::iovec {
+                iov_base: ptr.cast(),
+                iov_len: bs as usize,
+            });
+            parts.push(self.ops.insert(DevOp {
+                flight: ready.flight,
+                index: ready.index,
+                device: first.device,
+                dir: first.dir,
+                buf,
+                submitted_ns: now,
+                deadline_ns: 0,
+                result: 0,
+            }));
+        }
+        let bytes = run.len() as u64 * bs as u64;
+        let dev = &mut self.devices[first.device as usize];
+        let deadline_ns = dev.submitted(now, first.dir, bytes, first.addr, first.purpose.index());
+        let fd = dev.fd();
+        if dev.memory_backed {
+            r.serve_inline(fd);
+        }
+        self.stats.merged_ops += 1;
+        self.stats.merged_blocks += run.len() as u64;
+        let slot = self.merged.insert(MergedOp {
+            parts,
+            iov,
+            device: first.device,
+            dir: first.dir,
+            first_addr: first.addr,
+            purpose: first.purpose.index(),
+            submitted_ns: now,
+            deadline_ns,
+            result: 0,
+        });
+        let m = self.merged.get_mut(slot).expect("merged op just inserted");
+        let (iov, count) = (m.iov.as_ptr(), m.iov.len() as u32);
+        let offset = first.addr * bs as u64;
+        let t = token(KIND_MERGED_IO, slot);
+        match first.dir {
+            // SAFETY: every listed buffer outlives the operation (as in
+            // `issue`), and the list lives in `self.merged`, from which it
+            // is removed only when the completion arrives; a `Vec`'s heap
+            // buffer does not move when the slab does.
+            Op::Read => unsafe { r.readv(fd, iov, count, offset, t) },
+            // SAFETY: as above.
+            Op::Write => unsafe { r.writev(fd, iov, count, offset, t) },
+        }
+    }
+
+    pub(super) fn on_merged_completion(&mut self, slot: usize, result: i32, r: &mut dyn Reactor) {
+        let now = r.now_ns();
+        let m = self.merged.get_mut(slot).expect("merged op");
+        m.result = result;
+        if m.deadline_ns > now {
+            r.timer_at(m.deadline_ns, token(KIND_MERGED_WAIT, slot));
+            return;
+        }
+        self.finish_merged(slot, now, r);
+    }
+
+    pub(super) fn finish_merged(&mut self, slot: usize, now: u64, r: &mut dyn Reactor) {
+        let m = self.merged.remove(slot).expect("merged op");
+        let bytes = m.bytes();
+        let latency_ns = now - m.submitted_ns;
+        self.devices[m.device as usize].completed(m.dir, bytes, latency_ns);
+        self.obs
+            .device_op(m.device as usize, m.dir, bytes, latency_ns);
+        if m.result < 0 || m.result as u64 != bytes {
+            self.stats.merged_retries += 1;
+            self.retry_parts(&m, now, r);
+            return;
+        }
+        let bs = self.cfg.block_size as i32;
+        let mut bufs = Vec::with_capacity(m.parts.len());
+        for &p in &m.parts {
+            let mut op = self.ops.remove(p).expect("part of a merged op");
+            op.result = bs;
+            self.settle(&op);
+            bufs.extend(op.buf);
+        }
+        self.drain(r);
+        for id in bufs {
+            self.pool.release(id);
+        }
+    }
+
+    /// Issues each block of a failed merged operation on its own.
+    fn retry_parts(&mut self, m: &MergedOp, now: u64, r: &mut dyn Reactor) {
+        let bs = self.cfg.block_size;
+        for (k, (&p, v)) in m.parts.iter().zip(&m.iov).enumerate() {
+            let addr = m.first_addr + k as u64;
+            let dev = &mut self.devices[m.device as usize];
+            let deadline_ns = dev.submitted(now, m.dir, bs as u64, addr, m.purpose);
+            let fd = dev.fd();
+            let op = self.ops.get_mut(p).expect("part of a merged op");
+            op.submitted_ns = now;
+            op.deadline_ns = deadline_ns;
+            let (ptr, offset, t) = (
+                v.iov_base.cast::<u8>(),
+                addr * bs as u64,
+                token(KIND_DEV_IO, p),
+            );
+            match m.dir {
+                // SAFETY: as in `issue_merged`: the part's buffer lives until
+                // its own completion now.
+                Op::Read => unsafe { r.read(fd, ptr, bs, offset, t) },
+                // SAFETY: as above.
+                Op::Write => unsafe { r.write(fd, ptr, bs, offset, t) },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermux_core::types::NO_DEP;
+    use tiermux_core::{Io, Purpose};
+
+    fn ready(device: u8, dir: Op, addr: u64) -> Ready {
+        Ready {
+            flight: 0,
+            index: 0,
+            io: Io {
+                device,
+                dir,
+                addr,
+                purpose: Purpose::Client,
+                after: NO_DEP,
+                acks: true,
+            },
+            src_payload: 0,
+            tag: 0,
+        }
+    }
+
+    #[test]
+    fn runs_break_at_gaps_devices_directions_and_the_limit() {
+        let batch = [
+            ready(0, Op::Read, 4),
+            ready(0, Op::Read, 5),
+            ready(0, Op::Read, 6),
+            ready(0, Op::Read, 8),  // gap
+            ready(0, Op::Write, 9), // direction
+            ready(0, Op::Write, 10),
+            ready(1, Op::Write, 11), // device
+            ready(1, Op::Write, 11), // same address twice: never merged
+        ];
+        assert_eq!(runs(&batch, 256), vec![3, 1, 2, 1, 1]);
+        assert_eq!(runs(&batch, 2), vec![2, 1, 1, 2, 1, 1]);
+        assert_eq!(runs(&[], 4), Vec::<usize>::new());
+    }
+}

@@ -21,6 +21,7 @@ mod common;
 
 use common::{config, data_dir, stamp, version_of, Harness, BS, MODES, VOL_BYTES};
 use tiermux_core::rng::Rng;
+use tiermux_engine::buf::AlignedBuf;
 use tiermux_engine::reactor::power::Machine;
 use tiermux_engine::Request;
 
@@ -173,7 +174,11 @@ fn random_request(
             versions.push(m.issued[b]);
             data.extend_from_slice(&stamp(b, m.issued[b]));
         }
-        let req = Request::Write { offset, data, fua };
+        let req = Request::Write {
+            offset,
+            data: AlignedBuf::from_slice(&data),
+            fua,
+        };
         let kind = Kind::Write { fua };
         return Some((
             id,

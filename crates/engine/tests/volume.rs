@@ -16,6 +16,7 @@ mod common;
 
 use common::{config, data_dir, stamp, version_of, Backend, Harness, BS, MODES, VOL_BYTES};
 use tiermux_core::rng::Rng;
+use tiermux_engine::buf::AlignedBuf;
 use tiermux_engine::Request;
 
 struct InFlight {
@@ -48,6 +49,8 @@ struct Outcome {
     reads: u64,
     bytes: u64,
     crashes: u64,
+    /// Device operations that carried several consecutive blocks.
+    merged_ops: u64,
     /// Bytes read and written per device, and requests (for determinism).
     fingerprint: Vec<u64>,
 }
@@ -75,6 +78,7 @@ fn run(spec: &Spec<'_>) -> Outcome {
         reads: 0,
         bytes: 0,
         crashes: 0,
+        merged_ops: 0,
         fingerprint: Vec::new(),
     };
     let mut fingerprint = vec![0u64; FINGERPRINT_LEN];
@@ -99,6 +103,7 @@ fn run(spec: &Spec<'_>) -> Outcome {
             continue;
         }
         note(&h, &mut fingerprint);
+        out.merged_ops += h.vol().stats().merged_ops;
         if spec.crash && rng.below(2) == 0 {
             // Requests not yet handed to the volume were never sent.
             h.client.to_submit.clear();
@@ -124,6 +129,7 @@ fn run(spec: &Spec<'_>) -> Outcome {
     let st = h.vol().stats();
     assert_eq!(st.contract_violations, 0);
     assert_eq!(st.device_errors, 0);
+    out.merged_ops += st.merged_ops;
     note(&h, &mut fingerprint);
     h.close();
     std::fs::remove_dir_all(&dir).ok();
@@ -168,7 +174,7 @@ fn random_request(
         let fua = rng.below(20) == 0;
         let req = Request::Write {
             offset: offset as u64,
-            data: data.clone(),
+            data: AlignedBuf::from_slice(&data),
             fua,
         };
         (req, data)
@@ -303,7 +309,7 @@ fn acknowledged_writes_survive_crashes() {
 #[test]
 fn acknowledged_writes_survive_crashes_in_virtual_time() {
     let t0 = std::time::Instant::now();
-    let mut crashes = 0;
+    let (mut crashes, mut merged_ops) = (0, 0);
     for (i, (policy, extra)) in MODES.iter().enumerate() {
         let out = run(&Spec {
             tag: &format!("simcrash{i}"),
@@ -349,12 +355,16 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
             assert!((0..4).all(|d| out.fingerprint[2 * d + 1] > 0), "{out:?}");
         }
         crashes += out.crashes;
+        merged_ops += out.merged_ops;
     }
     println!(
-        "{crashes} crash points in virtual time, {:.1} s",
+        "{crashes} crash points in virtual time ({merged_ops} merged device operations), {:.1} s",
         t0.elapsed().as_secs_f64()
     );
     assert!(crashes >= 2000, "{crashes} crash points");
+    // Requests of two and three blocks merged into vectored operations,
+    // crashes included.
+    assert!(merged_ops > 1000, "{merged_ops} merged operations");
 }
 
 /// Under the simulated reactor the same seed gives the same run.
@@ -422,7 +432,7 @@ fn out_of_range_requests_get_errors() {
         2,
         Request::Write {
             offset: u64::MAX - 3,
-            data: vec![1; 8],
+            data: AlignedBuf::from_slice(&[1; 8]),
             fua: false,
         },
     );
@@ -480,7 +490,7 @@ fn trim_releases_cached_and_dirty_copies() {
             b,
             Request::Write {
                 offset,
-                data,
+                data: AlignedBuf::from_slice(&data),
                 fua: false,
             },
         );
@@ -589,7 +599,7 @@ fn copies_on_a_device_that_lost_its_contents_are_forgotten() {
             b as u64,
             Request::Write {
                 offset,
-                data,
+                data: AlignedBuf::from_slice(&data),
                 fua: false,
             },
         );

@@ -409,7 +409,7 @@ impl Front<'_> {
                 },
                 IoKind::Write { data, durable } => Request::Write {
                     offset: req.offset,
-                    data,
+                    data: tiermux_engine::buf::AlignedBuf::from_slice(&data),
                     fua: durable,
                 },
                 IoKind::Trim { len_bytes } => Request::Trim {

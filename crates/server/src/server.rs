@@ -13,6 +13,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use tiermux_engine::buf::AlignedBuf;
 use tiermux_engine::config::Listen;
 use tiermux_engine::device::DeviceCounters;
 use tiermux_engine::reactor::Waker;
@@ -24,7 +25,7 @@ use tiermux_engine::Volume;
 use crate::handshakes::HandshakePool;
 use crate::proto::{self, errno, Export, RequestHeader, REQUEST_BYTES};
 pub use crate::sock::Stream;
-use crate::sock::{ConnTable, Connection, Wire};
+use crate::sock::{ConnTable, Connection, Wire, READ_CHUNK};
 
 /// Handle to stop a running server from another thread (or a signal).
 #[derive(Clone)]
@@ -85,9 +86,19 @@ struct Conn {
     wire: Wire,
     /// Payload bytes of an oversized write still to skip.
     discard: u64,
+    /// A large write whose payload is being read straight into its own
+    /// buffer (no copy through the receive buffer).
+    body: Option<Body>,
     inflight: u32,
     /// Bytes of the data of requests in flight.
     data_bytes: u64,
+}
+
+/// A write's payload being received.
+struct Body {
+    header: RequestHeader,
+    payload: AlignedBuf,
+    filled: usize,
 }
 
 struct Pending {
@@ -256,6 +267,7 @@ impl Connections<'_> {
         let conn = |wire| Conn {
             wire,
             discard: 0,
+            body: None,
             inflight: 0,
             data_bytes: 0,
         };
@@ -281,13 +293,14 @@ impl Frontend for Connections<'_> {
         };
         c.inflight -= 1;
         c.data_bytes -= p.bytes;
-        let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error));
-        let mut msg = Vec::with_capacity(16 + d.len as usize);
-        msg.extend_from_slice(&header);
-        if let Some(data) = &d.data {
-            msg.extend_from_slice(&data[d.data_offset..d.data_offset + d.len as usize]);
+        let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error)).to_vec();
+        match d.data {
+            Some(data) => {
+                let range = d.data_offset..d.data_offset + d.len as usize;
+                c.wire.send_with_body(header, data, range, io);
+            }
+            None => c.wire.send(header, io),
         }
-        c.wire.send(msg, io);
     }
 
     fn on_ready(&mut self, token: u64, _result: i32, io: &mut Io<'_>) {
@@ -369,6 +382,20 @@ fn reply_now(c: &mut Conn, handle: u64, err: u32, io: &mut Io<'_>) {
 
 /// Reads what the socket has and starts every complete request.
 fn read_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
+    if let Some(mut b) = c.body.take() {
+        let (n, eof) = c.wire.receive_into(&mut b.payload[b.filled..]);
+        b.filled += n;
+        if b.filled < b.payload.len() {
+            c.body = Some(b);
+            if eof {
+                c.wire.closing = true;
+            } else {
+                c.wire.arm_read(io);
+            }
+            return;
+        }
+        start_or_refuse(c, b.header, Some(b.payload), io, ctx, stopping);
+    }
     let eof = c.wire.receive();
     parse_requests(c, io, ctx, stopping);
     if eof {
@@ -425,7 +452,23 @@ fn parse_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bo
                 continue;
             }
             let need = REQUEST_BYTES + h.length as usize;
-            if c.wire.rend - c.wire.rpos < need {
+            let have = c.wire.rend - c.wire.rpos;
+            if have < need && need > READ_CHUNK {
+                // A large payload: the rest is read straight into its
+                // own buffer.
+                let mut payload = AlignedBuf::scratch(h.length as usize);
+                let start = c.wire.rpos + REQUEST_BYTES;
+                let got = have - REQUEST_BYTES;
+                payload[..got].copy_from_slice(&c.wire.rbuf[start..start + got]);
+                c.wire.rpos = c.wire.rend;
+                c.body = Some(Body {
+                    header: h,
+                    payload,
+                    filled: got,
+                });
+                break;
+            }
+            if have < need {
                 // Wait for the payload, with room for all of it.
                 c.wire.reserve_message(need);
                 break;
@@ -433,20 +476,33 @@ fn parse_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bo
         }
         c.wire.rpos += REQUEST_BYTES;
         let payload = if h.kind == proto::CMD_WRITE {
-            let p = c.wire.rbuf[c.wire.rpos..c.wire.rpos + h.length as usize].to_vec();
+            let p =
+                AlignedBuf::from_slice(&c.wire.rbuf[c.wire.rpos..c.wire.rpos + h.length as usize]);
             c.wire.rpos += h.length as usize;
             Some(p)
         } else {
             None
         };
-        if stopping {
-            reply_now(c, h.handle, errno::ESHUTDOWN, io);
-            continue;
-        }
-        start_request(c, h, payload, io, ctx);
+        start_or_refuse(c, h, payload, io, ctx, stopping);
         if c.wire.closing {
             break;
         }
+    }
+}
+
+/// Starts a request, or refuses it while the server stops.
+fn start_or_refuse(
+    c: &mut Conn,
+    h: RequestHeader,
+    payload: Option<AlignedBuf>,
+    io: &mut Io<'_>,
+    ctx: &mut Ctx<'_>,
+    stopping: bool,
+) {
+    if stopping {
+        reply_now(c, h.handle, errno::ESHUTDOWN, io);
+    } else {
+        start_request(c, h, payload, io, ctx);
     }
 }
 
@@ -462,7 +518,7 @@ enum Decoded {
 
 /// Turns a header (and a write's payload) into a volume request, checking
 /// its flags and its range.
-fn decode(h: &RequestHeader, payload: Option<Vec<u8>>, vol: &Volume) -> Decoded {
+fn decode(h: &RequestHeader, payload: Option<AlignedBuf>, vol: &Volume) -> Decoded {
     let fua = h.flags & proto::CMD_FLAG_FUA != 0;
     // FUA is valid on every command (a read, flush or trim has nothing
     // more to make durable).
@@ -487,7 +543,7 @@ fn decode(h: &RequestHeader, payload: Option<Vec<u8>>, vol: &Volume) -> Decoded 
         proto::CMD_READ => Request::Read { offset, len },
         proto::CMD_WRITE => Request::Write {
             offset,
-            data: payload.unwrap_or_default(),
+            data: payload.unwrap_or_else(|| AlignedBuf::zeroed(0)),
             fua,
         },
         proto::CMD_WRITE_ZEROES => Request::WriteZeroes { offset, len, fua },
@@ -515,7 +571,7 @@ fn decode(h: &RequestHeader, payload: Option<Vec<u8>>, vol: &Volume) -> Decoded 
 fn start_request(
     c: &mut Conn,
     h: RequestHeader,
-    payload: Option<Vec<u8>>,
+    payload: Option<AlignedBuf>,
     io: &mut Io<'_>,
     ctx: &mut Ctx<'_>,
 ) {

@@ -5,11 +5,13 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use tiermux_engine::buf::AlignedBuf;
 use tiermux_engine::config::Listen;
 use tiermux_engine::runtime::Io;
 
@@ -65,8 +67,40 @@ impl Write for Stream {
             Stream::Tcp(s) => s.write(b),
         }
     }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write_vectored(bufs),
+            Stream::Tcp(s) => s.write_vectored(bufs),
+        }
+    }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// A queued reply: a head, and a body sent from the buffer that holds it
+/// (a read's data, sent without a copy into the head).
+struct Reply {
+    head: Vec<u8>,
+    body: Option<(AlignedBuf, Range<usize>)>,
+}
+
+impl Reply {
+    fn len(&self) -> usize {
+        self.head.len() + self.body.as_ref().map_or(0, |(_, r)| r.len())
+    }
+
+    /// The bytes from `pos` on, as at most two slices.
+    fn from(&self, pos: usize) -> [io::IoSlice<'_>; 2] {
+        let body: &[u8] = match &self.body {
+            Some((buf, r)) => &buf[r.clone()],
+            None => &[],
+        };
+        let h = pos.min(self.head.len());
+        [
+            io::IoSlice::new(&self.head[h..]),
+            io::IoSlice::new(&body[pos - h..]),
+        ]
     }
 }
 
@@ -251,13 +285,14 @@ pub struct Wire {
     pub idx: usize,
     /// The connection's generation (its slot's users are told apart by it).
     pub gen: u32,
-    /// Receive buffer.
-    pub rbuf: Vec<u8>,
+    /// Receive buffer (grown for a large message, then given back to the
+    /// thread's spare buffers for the next).
+    pub rbuf: AlignedBuf,
     /// Where unparsed bytes start.
     pub rpos: usize,
     /// Where received bytes end.
     pub rend: usize,
-    out: VecDeque<Vec<u8>>,
+    out: VecDeque<Reply>,
     out_pos: usize,
     /// Bytes of replies queued and not yet sent.
     pub out_bytes: u64,
@@ -277,7 +312,7 @@ impl Wire {
             stream,
             idx,
             gen,
-            rbuf: vec![0; READ_CHUNK],
+            rbuf: AlignedBuf::scratch(READ_CHUNK),
             rpos: 0,
             rend: 0,
             out: VecDeque::new(),
@@ -322,7 +357,7 @@ impl Wire {
         }
         if self.rend == 0 && self.rbuf.len() > 4 * READ_CHUNK {
             // A large message grew the buffer; give the memory back.
-            self.rbuf = vec![0; READ_CHUNK];
+            self.rbuf = AlignedBuf::scratch(READ_CHUNK);
         }
         loop {
             if self.rend == self.rbuf.len() {
@@ -343,21 +378,71 @@ impl Wire {
         }
     }
 
+    /// Reads from the socket straight into `dst` (a large message's body)
+    /// until it is full or the socket would block; returns the bytes read
+    /// and whether the stream ended (or failed).
+    pub fn receive_into(&mut self, dst: &mut [u8]) -> (usize, bool) {
+        let mut done = 0;
+        while done < dst.len() {
+            match self.stream.read(&mut dst[done..]) {
+                Ok(0) => return (done, true),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return (done, true),
+            }
+        }
+        (done, false)
+    }
+
     /// Makes room for a message of `need` bytes starting at `rpos`.
     pub fn reserve_message(&mut self, need: usize) {
         if self.rbuf.len() - self.rpos < need {
-            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            if need > self.rbuf.len() {
+                let mut grown = AlignedBuf::scratch(need);
+                grown[..self.rend - self.rpos].copy_from_slice(&self.rbuf[self.rpos..self.rend]);
+                self.rbuf = grown;
+            } else {
+                self.rbuf.copy_within(self.rpos..self.rend, 0);
+            }
             self.rend -= self.rpos;
             self.rpos = 0;
-            self.rbuf.resize(need.max(self.rbuf.len()), 0);
         }
     }
 
     /// Queues a reply and sends what the socket takes (polling for
     /// writability if it would block).
     pub fn send(&mut self, msg: Vec<u8>, io: &mut Io<'_>) {
-        self.out_bytes += msg.len() as u64;
-        self.out.push_back(msg);
+        self.queue(Reply {
+            head: msg,
+            body: None,
+        });
+        self.flush_unless_armed(io);
+    }
+
+    /// Queues a reply of `head` followed by `body[range]`, sent from
+    /// `body` itself (no copy), and sends what the socket takes.
+    pub fn send_with_body(
+        &mut self,
+        head: Vec<u8>,
+        body: AlignedBuf,
+        range: Range<usize>,
+        io: &mut Io<'_>,
+    ) {
+        assert!(range.end <= body.len(), "a reply body past its buffer");
+        self.queue(Reply {
+            head,
+            body: Some((body, range)),
+        });
+        self.flush_unless_armed(io);
+    }
+
+    fn queue(&mut self, reply: Reply) {
+        self.out_bytes += reply.len() as u64;
+        self.out.push_back(reply);
+    }
+
+    fn flush_unless_armed(&mut self, io: &mut Io<'_>) {
         if !self.write_armed {
             self.flush(io);
         }
@@ -367,7 +452,13 @@ impl Wire {
     /// writability) or the queue is empty.
     fn flush(&mut self, io: &mut Io<'_>) {
         while let Some(front) = self.out.front() {
-            match self.stream.write(&front[self.out_pos..]) {
+            let slices = front.from(self.out_pos);
+            let written = if slices[1].is_empty() {
+                self.stream.write(&slices[0])
+            } else {
+                self.stream.write_vectored(&slices)
+            };
+            match written {
                 Ok(n) => {
                     self.out_pos += n;
                     if self.out_pos == front.len() {

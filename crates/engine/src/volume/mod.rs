@@ -334,7 +334,7 @@ impl Volume {
         let req = if flush {
             Req::flush(id, now)
         } else {
-            Req::new(id, op, offset, len, data.as_deref(), fua, bs, now)
+            Req::new(id, op, offset, len, data, fua, bs, now)
         };
         let idx = self.reqs.insert(req);
         if flush {

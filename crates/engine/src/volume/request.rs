@@ -38,8 +38,10 @@ pub enum Request {
     Write {
         /// Byte offset.
         offset: u64,
-        /// The bytes to write.
-        data: Vec<u8>,
+        /// The bytes to write. A write of whole blocks writes the devices
+        /// from this buffer itself; others are copied into a block-aligned
+        /// one.
+        data: AlignedBuf,
         /// Force unit access.
         fua: bool,
     },
@@ -128,16 +130,16 @@ pub(super) struct Req {
 
 impl Req {
     /// A read or write of `len` bytes at `offset` (within the volume, and
-    /// not empty), with the write's `data` (none: zeros) placed in a
-    /// block-aligned buffer; partial blocks at either end are noted for
-    /// read-modify-write.
+    /// not empty), with the write's `data` (none: zeros) in a block-aligned
+    /// buffer (`data` itself when it covers whole blocks); partial blocks
+    /// at either end are noted for read-modify-write.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         id: u64,
         op: Op,
         offset: u64,
         len: u32,
-        data: Option<&[u8]>,
+        data: Option<AlignedBuf>,
         fua: bool,
         block_size: u64,
         now_ns: u64,
@@ -146,13 +148,23 @@ impl Req {
         let bs = block_size;
         let first_block = offset / bs;
         let nblocks = ((offset + len as u64).div_ceil(bs) - first_block) as u32;
-        let mut buf = AlignedBuf::zeroed(nblocks as usize * bs as usize);
+        let whole_blocks = offset.is_multiple_of(bs) && (len as u64).is_multiple_of(bs);
+        let buf = match data {
+            Some(d) if whole_blocks => {
+                assert_eq!(d.len(), len as usize, "a write's data is its length");
+                d
+            }
+            Some(d) => {
+                let mut buf = AlignedBuf::zeroed(nblocks as usize * bs as usize);
+                let start = (offset - first_block * bs) as usize;
+                buf[start..start + d.len()].copy_from_slice(&d);
+                buf
+            }
+            None => AlignedBuf::zeroed(nblocks as usize * bs as usize),
+        };
+        assert_eq!(buf.len(), nblocks as usize * bs as usize);
         let mut rmw_blocks = [None, None];
         if op == Op::Write {
-            let start = (offset - first_block * bs) as usize;
-            if let Some(d) = data {
-                buf[start..start + d.len()].copy_from_slice(d);
-            }
             if !offset.is_multiple_of(bs) {
                 rmw_blocks[0] = Some(first_block);
             }

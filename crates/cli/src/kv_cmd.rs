@@ -242,7 +242,8 @@ fn serve(config: &Path, listen: Option<&str>, data_dir: &Path, opts: KvServeOpti
         addr = Listen::parse(l, data_dir)?;
     }
     precise_timers();
-    let reactor = build_reactor(vol_cfg.reactor).context("cannot set up the I/O reactor")?;
+    let mut reactor = build_reactor(vol_cfg.reactor).context("cannot set up the I/O reactor")?;
+    reactor.set_spin_ns(vol_cfg.spin_us * 1000);
     let mut reactor = crate::serve::power_loss_on_sigusr1(reactor, data_dir, opts.power_loss)?;
     let vol = Volume::open(&vol_cfg, reactor.as_mut())?;
     let machine = Machine::new(machine_cfg.clone()).map_err(|e| anyhow::anyhow!("kv.{e}"))?;

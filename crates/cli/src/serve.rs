@@ -30,7 +30,8 @@ fn open(
     wrap: impl FnOnce(Box<dyn Reactor>) -> Result<Box<dyn Reactor>>,
 ) -> Result<Ready> {
     precise_timers();
-    let reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
+    let mut reactor = build_reactor(cfg.reactor).context("cannot set up the I/O reactor")?;
+    reactor.set_spin_ns(cfg.spin_us * 1000);
     let mut reactor = wrap(reactor)?;
     let vol = Volume::open(cfg, reactor.as_mut())?;
     let mut server = Server::new(

@@ -267,4 +267,8 @@ impl Reactor for PowerLossReactor {
     fn serve_inline(&mut self, fd: RawFd) {
         self.inner.serve_inline(fd);
     }
+
+    fn set_spin_ns(&mut self, spin_ns: u64) {
+        self.inner.set_spin_ns(spin_ns);
+    }
 }

@@ -16,6 +16,11 @@ const EVENTFD_TOKEN: u64 = u64::MAX - 1;
 /// Internal tokens of deadline timers: this base plus a 16-bit generation.
 const DEADLINE_TOKEN_BASE: u64 = u64::MAX - 2 - 0xFFFF;
 
+/// A wait polls (see [`Reactor::set_spin_ns`]) only when the last
+/// completion came at most this long ago: an idle loop, woken only by its
+/// timers, sleeps at once.
+pub const SPIN_WINDOW_NS: u64 = 1_000_000;
+
 /// A reactor over one io_uring instance.
 pub struct UringReactor {
     ring: IoUring,
@@ -35,6 +40,10 @@ pub struct UringReactor {
     /// `io_uring_enter`, which costs microseconds on every wait.
     deadline_armed: Option<(u64, u64)>,
     deadline_gen: u64,
+    /// How long a wait polls before it sleeps, ns (0: never).
+    spin_ns: u64,
+    /// When the last wait returned completions, ns.
+    last_completion_ns: u64,
 }
 
 impl UringReactor {
@@ -59,6 +68,8 @@ impl UringReactor {
             inline: InlineFiles::default(),
             deadline_armed: None,
             deadline_gen: 0,
+            spin_ns: 0,
+            last_completion_ns: 0,
         })
     }
 
@@ -77,6 +88,34 @@ impl UringReactor {
         }
         self.backlog.clear();
         Ok(())
+    }
+}
+
+impl UringReactor {
+    /// Submits what is queued and polls the ring (entering the kernel, so
+    /// that completions' task work runs) for up to `spin_ns`, stopping at
+    /// `deadline_ns`, when completions have been coming; returns whether
+    /// one arrived.
+    fn poll_briefly(&mut self, deadline_ns: Option<u64>) -> io::Result<bool> {
+        let now = now_ns();
+        if self.spin_ns == 0 || now.saturating_sub(self.last_completion_ns) > SPIN_WINDOW_NS {
+            return Ok(false);
+        }
+        let until = deadline_ns.map_or(now + self.spin_ns, |d| d.min(now + self.spin_ns));
+        loop {
+            match self.ring.submit_and_wait(0) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            if !self.ring.completion().is_empty() {
+                return Ok(true);
+            }
+            if now_ns() >= until {
+                return Ok(false);
+            }
+            std::hint::spin_loop();
+        }
     }
 }
 
@@ -235,7 +274,10 @@ impl Reactor for UringReactor {
             }
         }
         self.push_backlog()?;
-        let ready = due || out.len() > inline_done || !self.ring.completion().is_empty();
+        let mut ready = due || out.len() > inline_done || !self.ring.completion().is_empty();
+        if !ready {
+            ready = self.poll_briefly(deadline_ns)?;
+        }
         let res = self.ring.submit_and_wait(if ready { 0 } else { 1 });
         self.timespecs.clear();
         match res {
@@ -266,11 +308,18 @@ impl Reactor for UringReactor {
             }
             out.push(Completion { token, result });
         }
+        if out.len() > inline_done {
+            self.last_completion_ns = now_ns();
+        }
         Ok(())
     }
 
     fn waker(&self) -> Waker {
         Waker::new(self.eventfd.clone())
+    }
+
+    fn set_spin_ns(&mut self, spin_ns: u64) {
+        self.spin_ns = spin_ns;
     }
 
     fn serve_inline(&mut self, fd: RawFd) {

@@ -507,6 +507,16 @@ mod tests {
         got
     }
 
+    /// The list of `bufs` for a vectored operation.
+    fn iovecs(bufs: &mut [AlignedBuf]) -> Vec<libc::iovec> {
+        bufs.iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            })
+            .collect()
+    }
+
     fn exercise(mut r: Box<dyn Reactor>, tag: &str) {
         let dir = std::env::temp_dir().join(format!(
             "tiermux-reactor-{}-{tag}-{}",
@@ -541,25 +551,13 @@ mod tests {
         let mut parts = [AlignedBuf::zeroed(4096), AlignedBuf::zeroed(4096)];
         parts[0].fill(0x11);
         parts[1].fill(0x22);
-        let iov: Vec<libc::iovec> = parts
-            .iter_mut()
-            .map(|p| libc::iovec {
-                iov_base: p.as_mut_ptr().cast(),
-                iov_len: 4096,
-            })
-            .collect();
+        let iov = iovecs(&mut parts);
         // SAFETY: `parts` and `iov` live until the completion below.
         unsafe { r.writev(fd, iov.as_ptr(), 2, 4096, 4) };
         let got = wait_for(r.as_mut(), &[4]);
         assert_eq!(got.iter().find(|c| c.token == 4).unwrap().result, 8192);
         let mut back = [AlignedBuf::zeroed(4096), AlignedBuf::zeroed(4096)];
-        let iov: Vec<libc::iovec> = back
-            .iter_mut()
-            .map(|p| libc::iovec {
-                iov_base: p.as_mut_ptr().cast(),
-                iov_len: 4096,
-            })
-            .collect();
+        let iov = iovecs(&mut back);
         // SAFETY: `back` and `iov` live until the completion below.
         unsafe { r.readv(fd, iov.as_ptr(), 2, 4096, 5) };
         let got = wait_for(r.as_mut(), &[5]);
@@ -688,13 +686,7 @@ mod tests {
         std::fs::write(&path, vec![9u8; 4096 + 100]).unwrap();
         let f = std::fs::File::open(&path).unwrap();
         let mut bufs = [AlignedBuf::zeroed(4096), AlignedBuf::zeroed(4096)];
-        let iov: Vec<libc::iovec> = bufs
-            .iter_mut()
-            .map(|p| libc::iovec {
-                iov_base: p.as_mut_ptr().cast(),
-                iov_len: 4096,
-            })
-            .collect();
+        let iov = iovecs(&mut bufs);
         let job = FileJob {
             fd: f.as_raw_fd(),
             op: FileOp::ReadV {

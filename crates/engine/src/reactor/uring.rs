@@ -92,6 +92,15 @@ impl UringReactor {
 }
 
 impl UringReactor {
+    /// Queues `job`: inline when its file is served inline, else as the
+    /// ring entry `entry` builds (tagged with the job's token).
+    fn queue_file(&mut self, job: FileJob, entry: impl FnOnce() -> squeue::Entry) {
+        let token = job.token;
+        if self.inline.offer(job).is_some() {
+            self.backlog.push(entry().user_data(token));
+        }
+    }
+
     /// Submits what is queued and polls the ring (entering the kernel, so
     /// that completions' task work runs) for up to `spin_ns`, stopping at
     /// `deadline_ns`, when completions have been coming; returns whether
@@ -130,15 +139,11 @@ impl Reactor for UringReactor {
             len,
             offset,
         };
-        if self.inline.offer(FileJob { fd, op, token }).is_none() {
-            return;
-        }
-        self.backlog.push(
+        self.queue_file(FileJob { fd, op, token }, || {
             opcode::Read::new(types::Fd(fd), buf, len)
                 .offset(offset)
                 .build()
-                .user_data(token),
-        );
+        });
     }
 
     unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64) {
@@ -147,15 +152,11 @@ impl Reactor for UringReactor {
             len,
             offset,
         };
-        if self.inline.offer(FileJob { fd, op, token }).is_none() {
-            return;
-        }
-        self.backlog.push(
+        self.queue_file(FileJob { fd, op, token }, || {
             opcode::Write::new(types::Fd(fd), buf, len)
                 .offset(offset)
                 .build()
-                .user_data(token),
-        );
+        });
     }
 
     unsafe fn readv(
@@ -171,15 +172,11 @@ impl Reactor for UringReactor {
             count,
             offset,
         };
-        if self.inline.offer(FileJob { fd, op, token }).is_none() {
-            return;
-        }
-        self.backlog.push(
+        self.queue_file(FileJob { fd, op, token }, || {
             opcode::Readv::new(types::Fd(fd), iov, count)
                 .offset(offset)
                 .build()
-                .user_data(token),
-        );
+        });
     }
 
     unsafe fn writev(
@@ -195,15 +192,11 @@ impl Reactor for UringReactor {
             count,
             offset,
         };
-        if self.inline.offer(FileJob { fd, op, token }).is_none() {
-            return;
-        }
-        self.backlog.push(
+        self.queue_file(FileJob { fd, op, token }, || {
             opcode::Writev::new(types::Fd(fd), iov, count)
                 .offset(offset)
                 .build()
-                .user_data(token),
-        );
+        });
     }
 
     fn fsync(&mut self, fd: RawFd, token: u64) {

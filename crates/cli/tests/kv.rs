@@ -1,6 +1,7 @@
 //! `tiermux kv serve` with real Redis clients: redis-benchmark with
-//! pipelining, the Python `redis` library checked against a model, and
-//! malformed traffic that must cost only its own connection.
+//! pipelining, the Python `redis` library checked against a model,
+//! malformed traffic that must cost only its own connection, and a stop
+//! with a client connected.
 //!
 //! The clients come from the Debian packages redis-tools and python3-redis,
 //! which `.ci/run` installs. Without them these tests fail (set
@@ -202,4 +203,42 @@ fn malformed_protocol_closes_only_its_own_connection() {
         talk(&mut good, b"SET k v\r\nGET k\r\n").replace("\r\n", "|"),
         "+OK|$1|v|"
     );
+}
+
+/// SIGTERM ends the server while a client stays connected and idle, on a
+/// volume whose policy never ticks (nothing but the stop wakes its loop).
+#[test]
+fn a_stop_with_an_idle_client_connected_ends_the_server() {
+    let dir = tempdir("stop");
+    let config = CONFIG
+        .replace("name = \"nhc\"", "name = \"passthrough\"")
+        .replace(
+            "[[device]]\nname = \"fast\"\npath = \"fast.img\"\nsize = \"32MiB\"\n\n",
+            "",
+        );
+    let mut s = serve(&dir, &config);
+    let mut idle = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    idle.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    assert_eq!(talk(&mut idle, b"PING\r\n"), "+PONG\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = s.child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(st) = s.child.try_wait().expect("wait") {
+            assert!(st.success(), "the server exited with {st}");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the server did not stop with an idle client connected"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -19,6 +19,7 @@ pub mod observe;
 pub mod params;
 pub mod policies;
 pub mod policy;
+pub mod prefetch;
 pub mod replacement;
 pub mod rng;
 pub mod safe;

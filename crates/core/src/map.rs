@@ -243,11 +243,9 @@ impl PlacementMap {
     /// ahead of its lookup, so that the memory access overlaps other work
     /// (a no-op for the hashed map).
     #[inline]
-    pub fn touch(&self, block: u64) {
+    pub fn prefetch(&self, block: u64) {
         if let Storage::Dense(entries) = &self.entries {
-            if let Some(e) = entries.get(block as usize) {
-                std::hint::black_box(e.present);
-            }
+            crate::prefetch::prefetch_at(entries, block as usize);
         }
     }
 

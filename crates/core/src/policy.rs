@@ -172,6 +172,13 @@ pub trait Policy: Send {
     /// it touches (eviction victims) may only lose copies.
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome;
 
+    /// Hints that `block`, whose map entry is `entry`, will be accessed
+    /// soon: the policy may start loading the state its decision will read
+    /// (see [`crate::prefetch`]). Never changes state.
+    fn prefetch(&self, block: u64, entry: &crate::map::Entry, stage: crate::prefetch::Stage) {
+        let _ = (block, entry, stage);
+    }
+
     /// Plans a background job whose block lock is now held.
     fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
         let _ = (job, ctx);

@@ -8,6 +8,7 @@
 //! hot-spot shift moves the whole working set by an offset at a given time.
 
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use tiermux_core::rng::{splitmix64, Rng};
 use tiermux_core::Op;
 
@@ -162,6 +163,9 @@ pub struct Workload {
     ratio_max: f64,
     next_ratio_change_ns: u64,
     rng: Rng,
+    /// Requests generated ahead of their turn, oldest first
+    /// ([`Workload::peek_block`]).
+    ahead: VecDeque<GenRequest>,
 }
 
 /// The smallest number of blocks a volume needs for this workload.
@@ -227,6 +231,7 @@ impl Workload {
             ratio_max: spec.write_ratio_max,
             next_ratio_change_ns: 0,
             rng: Rng::new(seed),
+            ahead: VecDeque::new(),
         }
     }
 
@@ -273,15 +278,38 @@ impl Workload {
         (idx + offset) % self.volume_blocks
     }
 
-    /// The next request at time `now_ns`.
-    #[inline]
     /// Items in the working set.
     pub fn working_set(&self) -> u64 {
         self.working_set
     }
 
     /// The next request at time `now_ns`.
+    #[inline]
     pub fn next(&mut self, now_ns: u64) -> GenRequest {
+        match self.ahead.pop_front() {
+            Some(g) => g,
+            None => self.generate(now_ns),
+        }
+    }
+
+    /// The first block of the request `k` places after the next one, when
+    /// the workload does not depend on the time (no shift, no changing write
+    /// ratio): the requests are then generated ahead, in the order they
+    /// would be anyway, so looking ahead changes nothing.
+    #[inline]
+    pub fn peek_block(&mut self, k: usize) -> Option<u64> {
+        if self.shift_at_ns.is_some() || self.ratio_period_ns.is_some() {
+            return None;
+        }
+        while self.ahead.len() <= k {
+            let g = self.generate(0);
+            self.ahead.push_back(g);
+        }
+        Some(self.ahead[k].block)
+    }
+
+    /// Generates the next request at time `now_ns`.
+    fn generate(&mut self, now_ns: u64) -> GenRequest {
         if let Some(p) = self.ratio_period_ns {
             if now_ns >= self.next_ratio_change_ns {
                 self.write_ratio = self.rng.next_f64() * self.ratio_max;
@@ -518,6 +546,55 @@ mod tests {
             }
         }
         assert!((4500..5500).contains(&writes));
+    }
+
+    #[test]
+    fn looking_ahead_changes_no_request() {
+        for pattern in [
+            Pattern::Uniform,
+            Pattern::Zipf { theta: 0.9 },
+            Pattern::Latest { theta: 0.9 },
+            Pattern::Recent {
+                hot_fraction: 0.1,
+                hot_access_fraction: 0.9,
+            },
+        ] {
+            let spec = WorkloadSpec {
+                pattern,
+                write_ratio: 0.3,
+                write_set_fraction: 0.5,
+                scramble: true,
+                ..WorkloadSpec::default()
+            };
+            let mut plain = Workload::new(&spec, 10_000, 20_000, 9);
+            let mut peeking = Workload::new(&spec, 10_000, 20_000, 9);
+            let mut rng = Rng::new(4);
+            for i in 0..20_000u64 {
+                let k = rng.below(5) as usize;
+                let peeked = peeking.peek_block(k).expect("a workload without time");
+                let ahead = peeking.ahead[k];
+                assert_eq!(peeked, ahead.block);
+                let (a, b) = (plain.next(i), peeking.next(i));
+                assert_eq!(a, b, "request {i} of {:?}", spec.pattern);
+            }
+        }
+    }
+
+    #[test]
+    fn a_workload_that_changes_with_time_is_not_looked_ahead() {
+        let shifting = WorkloadSpec {
+            shift_at_s: Some(1.0),
+            ..WorkloadSpec::default()
+        };
+        let varying = WorkloadSpec {
+            write_ratio_period_s: Some(1.0),
+            ..WorkloadSpec::default()
+        };
+        for spec in [shifting, varying] {
+            let mut w = Workload::new(&spec, 1000, 2000, 1);
+            assert_eq!(w.peek_block(0), None);
+            assert!(w.ahead.is_empty());
+        }
     }
 
     #[test]

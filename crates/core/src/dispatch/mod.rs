@@ -378,6 +378,23 @@ impl Dispatcher {
         &self.map
     }
 
+    /// Hints that `block` will be accessed soon (see [`crate::prefetch`]):
+    /// starts loading its map entry.
+    #[inline]
+    pub fn prefetch_entry(&self, block: u64) {
+        self.map.prefetch(block);
+    }
+
+    /// Hints that `block` will be accessed soon, once its map entry has been
+    /// hinted: passes the hint on to the policy's state at `stage`, and
+    /// returns the entry (for the driver's own per-location state).
+    #[inline]
+    pub fn prefetch_state(&self, block: u64, stage: crate::prefetch::Stage) -> Entry {
+        let entry = self.map.get(block);
+        self.policy.prefetch(block, &entry, stage);
+        entry
+    }
+
     /// Counters about locking and jobs.
     pub fn stats(&self) -> DispatchStats {
         let mut s = self.stats;

@@ -447,6 +447,15 @@ impl CacheCore {
         outcome
     }
 
+    /// Hints a coming access to the block whose entry is `e` (see
+    /// [`crate::prefetch`]): its replacement state, when it is cached.
+    #[inline]
+    pub fn prefetch(&self, e: &Entry, stage: crate::prefetch::Stage) {
+        if e.valid_on(self.pair.cache) {
+            self.repl.prefetch(e.loc(self.pair.cache), stage);
+        }
+    }
+
     /// Notes a hit on the block in `slot` (replacement order).
     pub fn touch(&mut self, slot: u32) {
         self.repl.on_hit(slot);
@@ -799,6 +808,9 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
                 self.core.write(access.block, ctx, allocate)
             }
         }
+    }
+    fn prefetch(&self, _block: u64, entry: &Entry, stage: crate::prefetch::Stage) {
+        self.core.prefetch(entry, stage);
     }
     fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
         if job.kind == JOB_FLUSH {

@@ -1,6 +1,6 @@
 //! Adaptive replacement (ARC, Megiddo and Modha, FAST '03).
 
-use super::list::{impl_links, Links, List, NIL};
+use super::list::{impl_links, prefetch_links, Links, List, NIL};
 use super::{restore_free_list, Admitted, Replacement, VICTIM_SCAN_LIMIT};
 use crate::map::BlockMap;
 
@@ -235,6 +235,9 @@ impl Replacement for Arc {
         list.unlink(&mut self.nodes, slot);
         *self.list_mut(l) = list;
         self.free.push(slot);
+    }
+    fn prefetch(&self, slot: u32, stage: crate::prefetch::Stage) {
+        prefetch_links(&self.nodes, slot, stage);
     }
     fn coldest(&self, limit: usize, out: &mut Vec<u32>) {
         for list in [self.t1, self.t2] {

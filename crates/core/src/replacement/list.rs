@@ -40,6 +40,23 @@ macro_rules! impl_links {
     };
 }
 
+/// Hints a coming hit on node `i` (see [`crate::prefetch`]): the node
+/// itself at the first stage; at the second, the neighbours that unlinking
+/// it will write.
+#[inline]
+pub(super) fn prefetch_links<N: Links>(nodes: &[N], i: u32, stage: crate::prefetch::Stage) {
+    use crate::prefetch::{prefetch_at, Stage};
+    match stage {
+        Stage::First => prefetch_at(nodes, i as usize),
+        Stage::Second => {
+            if let Some(n) = nodes.get(i as usize) {
+                prefetch_at(nodes, n.prev() as usize);
+                prefetch_at(nodes, n.next() as usize);
+            }
+        }
+    }
+}
+
 impl List {
     pub(super) const fn new() -> Self {
         List {

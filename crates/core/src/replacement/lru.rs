@@ -1,6 +1,6 @@
 //! Least-recently-used replacement.
 
-use super::list::{impl_links, Links, List, NIL};
+use super::list::{impl_links, prefetch_links, Links, List, NIL};
 use super::{restore_free_list, Admitted, Replacement, VICTIM_SCAN_LIMIT};
 
 /// An LRU node: 16 bytes (ARC's nodes also record their list).
@@ -86,6 +86,9 @@ impl Replacement for Lru {
     fn remove(&mut self, slot: u32) {
         self.list.unlink(&mut self.nodes, slot);
         self.free.push(slot);
+    }
+    fn prefetch(&self, slot: u32, stage: crate::prefetch::Stage) {
+        prefetch_links(&self.nodes, slot, stage);
     }
     fn coldest(&self, limit: usize, out: &mut Vec<u32>) {
         let mut c = self.list.tail;

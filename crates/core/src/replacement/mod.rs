@@ -67,6 +67,11 @@ pub trait Replacement: Send {
     fn admit(&mut self, block: u64, can_evict: &mut dyn FnMut(u64) -> bool) -> Option<Admitted>;
     /// Frees an occupied slot without a ghost entry (invalidation).
     fn remove(&mut self, slot: u32);
+    /// Hints that `slot` will be hit soon (see [`crate::prefetch`]): its
+    /// node at the first stage, the nodes a hit relinks at the second.
+    fn prefetch(&self, slot: u32, stage: crate::prefetch::Stage) {
+        let _ = (slot, stage);
+    }
     /// Occupied slots from the eviction end, at most `limit` of them.
     fn coldest(&self, limit: usize, out: &mut Vec<u32>);
     /// Fills an empty cache with blocks at given slots (a restart), the

@@ -143,6 +143,13 @@ struct Window {
 
 const MAX_OPEN_OUTSTANDING: usize = 1 << 20;
 
+/// How many requests ahead the simulator hints a block's map entry and
+/// version, its policy state, and the state that state points at.
+/// (0 is the request after the one being issued.)
+const PREFETCH_ENTRY_AHEAD: usize = 2;
+const PREFETCH_FIRST_AHEAD: usize = 1;
+const PREFETCH_SECOND_AHEAD: usize = 0;
+
 /// Stores `value` in a free slot of `items` (reusing `free`), returning its index.
 #[inline]
 fn slab_insert<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
@@ -510,9 +517,7 @@ impl Simulator {
                 }
             },
         };
-        // The block's state in the map and the version checker lives in
-        // arrays far larger than the CPU's caches: start both loads now.
-        self.dispatcher.map().touch(g.block);
+        self.prefetch_ahead();
         let req = Req {
             start_ns: self.now,
             op: Some(g.op),
@@ -528,6 +533,33 @@ impl Simulator {
                 .submit(sid as u64, Access { block, op: g.op });
         }
         self.drain();
+    }
+
+    /// Hints the state of the next requests' blocks to the CPU (see
+    /// `tiermux_core::prefetch`): the per-block arrays of a large volume
+    /// (map, version checker, replacement nodes, device contents) are far
+    /// larger than the CPU's caches, and hinting a few requests ahead lets
+    /// their memory accesses overlap. Each stage reads what the stage before
+    /// it hinted one request earlier.
+    #[inline]
+    fn prefetch_ahead(&mut self) {
+        use tiermux_core::prefetch::{prefetch_at, Stage};
+        if let Some(b) = self.workload.peek_block(PREFETCH_ENTRY_AHEAD) {
+            self.dispatcher.prefetch_entry(b);
+            prefetch_at(&self.versions, b as usize);
+        }
+        if let Some(b) = self.workload.peek_block(PREFETCH_FIRST_AHEAD) {
+            let e = self.dispatcher.prefetch_state(b, Stage::First);
+            let home = self.dispatcher.map().home();
+            for d in 0..self.content.len().min(tiermux_core::map::LOC_DEVICES) {
+                if d as u8 != home && e.valid_on(d as u8) {
+                    prefetch_at(&self.content[d], e.loc(d as u8) as usize);
+                }
+            }
+        }
+        if let Some(b) = self.workload.peek_block(PREFETCH_SECOND_AHEAD) {
+            self.dispatcher.prefetch_state(b, Stage::Second);
+        }
     }
 
     /// Records an access to `block` for request `req` with the version

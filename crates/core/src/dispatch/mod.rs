@@ -17,6 +17,7 @@
 //! block order and waiting at the first one it cannot have, so ranges never
 //! deadlock each other.
 
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::VecDeque;
 
 use crate::map::{BlockMap, Entry, PlacementMap};
@@ -193,6 +194,39 @@ impl LockState {
             assert!(self.readers > 0, "released a shared lock not held");
             self.readers -= 1;
         }
+    }
+
+    /// Grants the lock of `block` to the waiters that can have it now, in
+    /// order (every shared waiter up to an exclusive one, or the exclusive
+    /// one alone), moving them to `resumed`. Returns true when the lock is
+    /// then free with no waiter (its state can go).
+    fn grant(&mut self, block: u64, resumed: &mut VecDeque<Acquiring>) -> bool {
+        while let Some(next) = self.waiters.front() {
+            let ex = next.work.exclusive();
+            if !self.can_grant(ex) {
+                break;
+            }
+            let mut next = self.waiters.pop_front().expect("front exists");
+            assert_eq!(next.next, block, "a waiter waits at the block it needs");
+            self.hold(ex);
+            next.next = block + 1;
+            resumed.push_back(next);
+            if ex {
+                break;
+            }
+        }
+        self.readers == 0 && !self.writer && self.waiters.is_empty()
+    }
+
+    /// [`LockState::release`] then [`LockState::grant`].
+    fn release_and_grant(
+        &mut self,
+        block: u64,
+        exclusive: bool,
+        resumed: &mut VecDeque<Acquiring>,
+    ) -> bool {
+        self.release(exclusive);
+        self.grant(block, resumed)
     }
 }
 
@@ -794,31 +828,28 @@ impl Dispatcher {
     /// it now, in order (every shared waiter up to an exclusive one, or the
     /// exclusive one alone).
     fn release(&mut self, block: u64, exclusive: bool) {
+        if self.deferred_repairs.is_empty() {
+            // One lookup: release, grant and remove through the entry.
+            let MapEntry::Occupied(mut o) = self.locks.0.entry(block) else {
+                panic!("released block {block}'s lock, which is not held");
+            };
+            if o.get_mut()
+                .release_and_grant(block, exclusive, &mut self.resumed)
+            {
+                o.remove();
+            }
+            return;
+        }
         let st = self.locks.0.get_mut(&block).expect("lock held");
         st.release(exclusive);
-        let free = st.readers == 0 && !st.writer;
-        if free && !self.deferred_repairs.is_empty() {
+        if st.readers == 0 && !st.writer {
             if let Some((old, failures)) = self.deferred_repairs.remove(&block) {
                 self.repair_block(block, old, failures);
                 self.note_changes(None, 0);
             }
         }
         let st = self.locks.0.get_mut(&block).expect("lock held");
-        while let Some(next) = st.waiters.front() {
-            let ex = next.work.exclusive();
-            if !st.can_grant(ex) {
-                break;
-            }
-            let mut next = st.waiters.pop_front().expect("front exists");
-            assert_eq!(next.next, block, "a waiter waits at the block it needs");
-            st.hold(ex);
-            next.next = block + 1;
-            self.resumed.push_back(next);
-            if ex {
-                break;
-            }
-        }
-        if st.readers == 0 && !st.writer && st.waiters.is_empty() {
+        if st.grant(block, &mut self.resumed) {
             self.locks.0.remove(&block);
         }
     }

@@ -134,3 +134,74 @@ fn a_range_job_waits_for_its_blocks_and_writes_wait_for_it() {
     // The move waited at 700 and 1023, the write at 512.
     assert_eq!(d.stats().lock_waits, 3);
 }
+
+/// Reads device 0 at the block and records whether it was allowed to
+/// write (it holds the block's lock alone or exclusively).
+struct RecordsMayWrite(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
+
+impl Policy for RecordsMayWrite {
+    fn name(&self) -> &str {
+        "records-may-write"
+    }
+    fn address_space(&self, _device: usize) -> u64 {
+        1 << 20
+    }
+    fn decide(&mut self, a: Access, ctx: &mut Ctx<'_>) -> Outcome {
+        self.0.lock().unwrap().push(ctx.may_write);
+        ctx.plan.client(0, a.op, a.block);
+        Outcome::NotApplicable
+    }
+}
+
+/// A reader may write only while it holds the block alone: whether it
+/// took the lock itself or was granted it as a waiter, beside other
+/// readers or not.
+#[test]
+fn a_reader_may_write_only_while_it_reads_alone() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut d = Dispatcher::new(Box::new(RecordsMayWrite(seen.clone())), 1);
+    let read = Access {
+        block: 5,
+        op: Op::Read,
+    };
+    let write = Access {
+        block: 5,
+        op: Op::Write,
+    };
+    // Two readers side by side: the first alone, the second shares.
+    d.submit(1, read);
+    d.submit(2, read);
+    let rs = ready(&mut d);
+    for r in &rs {
+        d.complete(r.flight, r.index, 0);
+    }
+    // Alone again once both are done.
+    d.submit(3, read);
+    let rs = ready(&mut d);
+    d.complete(rs[0].flight, rs[0].index, 0);
+    // Two readers wait behind a writer and are granted the lock together;
+    // then one waits alone behind a writer.
+    d.submit(4, write);
+    d.submit(5, read);
+    d.submit(6, read);
+    let w = ready(&mut d);
+    assert_eq!(w.len(), 1, "the readers wait for the writer");
+    d.complete(w[0].flight, w[0].index, 0);
+    let rs = ready(&mut d);
+    assert_eq!(rs.len(), 2);
+    for r in &rs {
+        d.complete(r.flight, r.index, 0);
+    }
+    d.submit(7, write);
+    d.submit(8, read);
+    let w = ready(&mut d);
+    d.complete(w[0].flight, w[0].index, 0);
+    let rs = ready(&mut d);
+    d.complete(rs[0].flight, rs[0].index, 0);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![true, false, true, true, false, false, true, true]
+    );
+    assert_eq!(std::iter::from_fn(|| d.pop_acked()).count(), 8);
+    assert!(d.is_idle());
+}

@@ -284,7 +284,7 @@ impl SimDevice {
         };
         self.count(dir, bytes, purpose);
         // Round up so that a positive service time never completes "now".
-        (done.ceil() as u64).max(now_ns + 1)
+        ceil_ns(done).max(now_ns + 1)
     }
 
     /// Counts a submitted operation.
@@ -378,5 +378,47 @@ mod tests {
         let t = d.submit(0, Op::Write, 4096, 0, 0);
         assert_eq!(t, 2_000 + 50_000);
         assert_eq!(d.counters.gc_pauses, 1);
+    }
+}
+
+/// `x.ceil() as u64`, without the call to the C library's `ceil` that the
+/// x86_64 baseline makes (it has no rounding instruction before SSE 4.1):
+/// the simulator rounds every device completion time.
+#[inline]
+fn ceil_ns(x: f64) -> u64 {
+    // Saturates like `as`: negative and NaN give 0, values past the range
+    // the largest, and every value at or above 2^53 is already whole.
+    let t = x as u64;
+    if (t as f64) < x {
+        t.saturating_add(1)
+    } else {
+        t
+    }
+}
+
+#[cfg(test)]
+mod ceil_tests {
+    use super::ceil_ns;
+
+    #[test]
+    fn ceil_ns_agrees_with_ceil() {
+        let mut rng = tiermux_core::rng::Rng::new(7);
+        let specials = [
+            0.0,
+            -0.0,
+            -1.5,
+            0.5,
+            1.0,
+            1.000_000_1,
+            4_503_599_627_370_495.5,
+            9_007_199_254_740_993.0,
+            1e30,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        let random = (0..100_000).map(|_| rng.next_f64() * 1e12);
+        for x in specials.into_iter().chain(random) {
+            assert_eq!(ceil_ns(x), x.ceil() as u64, "{x}");
+        }
     }
 }

@@ -275,7 +275,13 @@ impl Workload {
             return self.working_set - 1 - idx;
         }
         let offset = if shifted { self.shift } else { 0 };
-        (idx + offset) % self.volume_blocks
+        let block = idx + offset;
+        // Past the volume only after a shift: skip the division otherwise.
+        if block < self.volume_blocks {
+            block
+        } else {
+            block % self.volume_blocks
+        }
     }
 
     /// Items in the working set.

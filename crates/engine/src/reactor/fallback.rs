@@ -11,6 +11,8 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Condvar, Mutex};
 
+use tiermux_core::Op;
+
 use rustix::event::epoll;
 use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
 
@@ -291,35 +293,16 @@ impl Reactor for ThreadReactor {
         self.queue(job);
     }
 
-    unsafe fn readv(
+    unsafe fn vectored(
         &mut self,
         fd: RawFd,
+        dir: Op,
         iov: *const libc::iovec,
         count: u32,
         offset: u64,
         token: u64,
     ) {
-        let op = FileOp::ReadV {
-            iov: iov as usize,
-            count,
-            offset,
-        };
-        self.queue(Job { fd, op, token });
-    }
-
-    unsafe fn writev(
-        &mut self,
-        fd: RawFd,
-        iov: *const libc::iovec,
-        count: u32,
-        offset: u64,
-        token: u64,
-    ) {
-        let op = FileOp::WriteV {
-            iov: iov as usize,
-            count,
-            offset,
-        };
+        let op = FileOp::vectored(dir, iov, count, offset);
         self.queue(Job { fd, op, token });
     }
 

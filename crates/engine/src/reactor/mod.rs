@@ -20,6 +20,8 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
+use tiermux_core::Op;
+
 pub mod fallback;
 pub mod faults;
 pub mod power;
@@ -66,30 +68,19 @@ pub trait Reactor: Send {
     /// `wait` returns this token's completion; `fd` must stay open.
     unsafe fn write(&mut self, fd: RawFd, buf: *const u8, len: u32, offset: u64, token: u64);
 
-    /// Queues a read of consecutive bytes at `offset` of `fd` into the
-    /// `count` buffers that `iov` lists, each filled in turn (`preadv`).
+    /// Queues a vectored operation at `offset` of `fd`: a read of
+    /// consecutive bytes into the `count` buffers that `iov` lists, each
+    /// filled in turn (`preadv`), or a write of those buffers one after
+    /// another (`pwritev`).
     ///
     /// # Safety
-    /// As for [`Reactor::read`], for every listed buffer; and the list
-    /// itself stays valid and unmodified until the completion is returned.
-    unsafe fn readv(
+    /// As for [`Reactor::read`] or [`Reactor::write`], for every listed
+    /// buffer; and the list itself stays valid and unmodified until the
+    /// completion is returned.
+    unsafe fn vectored(
         &mut self,
         fd: RawFd,
-        iov: *const libc::iovec,
-        count: u32,
-        offset: u64,
-        token: u64,
-    );
-
-    /// Queues a write of the `count` buffers that `iov` lists, one after
-    /// another, at `offset` of `fd` (`pwritev`).
-    ///
-    /// # Safety
-    /// As for [`Reactor::write`], for every listed buffer; and the list
-    /// itself stays valid and unmodified until the completion is returned.
-    unsafe fn writev(
-        &mut self,
-        fd: RawFd,
+        dir: Op,
         iov: *const libc::iovec,
         count: u32,
         offset: u64,
@@ -214,6 +205,16 @@ pub(crate) enum FileOp {
 }
 
 impl FileOp {
+    /// The vectored operation of direction `dir` over the `count` buffers
+    /// listed at `iov`.
+    pub(crate) fn vectored(dir: Op, iov: *const libc::iovec, count: u32, offset: u64) -> Self {
+        let iov = iov as usize;
+        match dir {
+            Op::Read => FileOp::ReadV { iov, count, offset },
+            Op::Write => FileOp::WriteV { iov, count, offset },
+        }
+    }
+
     /// True for the operations that change the file.
     pub(crate) fn is_write(&self) -> bool {
         matches!(self, FileOp::Write { .. } | FileOp::WriteV { .. })
@@ -222,8 +223,8 @@ impl FileOp {
     /// The buffers a vectored operation lists (empty for the others).
     ///
     /// # Safety
-    /// The list must be valid, as the reactor's `readv`/`writev` contracts
-    /// promise until the operation's completion is returned.
+    /// The list must be valid, as the reactor's `vectored` contract
+    /// promises until the operation's completion is returned.
     pub(crate) unsafe fn iovecs(&self) -> &[libc::iovec] {
         match *self {
             // SAFETY: by this function's contract.
@@ -553,13 +554,13 @@ mod tests {
         parts[1].fill(0x22);
         let iov = iovecs(&mut parts);
         // SAFETY: `parts` and `iov` live until the completion below.
-        unsafe { r.writev(fd, iov.as_ptr(), 2, 4096, 4) };
+        unsafe { r.vectored(fd, Op::Write, iov.as_ptr(), 2, 4096, 4) };
         let got = wait_for(r.as_mut(), &[4]);
         assert_eq!(got.iter().find(|c| c.token == 4).unwrap().result, 8192);
         let mut back = [AlignedBuf::zeroed(4096), AlignedBuf::zeroed(4096)];
         let iov = iovecs(&mut back);
         // SAFETY: `back` and `iov` live until the completion below.
-        unsafe { r.readv(fd, iov.as_ptr(), 2, 4096, 5) };
+        unsafe { r.vectored(fd, Op::Read, iov.as_ptr(), 2, 4096, 5) };
         let got = wait_for(r.as_mut(), &[5]);
         assert_eq!(got.iter().find(|c| c.token == 5).unwrap().result, 8192);
         assert!(back[0].iter().all(|&b| b == 0x11) && back[1].iter().all(|&b| b == 0x22));

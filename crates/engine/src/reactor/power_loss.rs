@@ -26,9 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tiermux_core::rng::Rng;
+use tiermux_core::Op;
 
 use super::power::Machine;
-use super::{Completion, Reactor, Waker};
+use super::{Completion, FileOp, Reactor, Waker};
 
 /// The exit status of a process that simulated a power cut.
 pub const POWER_CUT_EXIT_STATUS: i32 = 86;
@@ -173,44 +174,32 @@ impl Reactor for PowerLossReactor {
         unsafe { self.inner.write(fd, buf, len, offset, token) }
     }
 
-    unsafe fn readv(
+    unsafe fn vectored(
         &mut self,
         fd: RawFd,
+        dir: Op,
         iov: *const libc::iovec,
         count: u32,
         offset: u64,
         token: u64,
     ) {
-        self.started(token);
-        // SAFETY: the caller's contract is passed on unchanged.
-        unsafe { self.inner.readv(fd, iov, count, offset, token) }
-    }
-
-    unsafe fn writev(
-        &mut self,
-        fd: RawFd,
-        iov: *const libc::iovec,
-        count: u32,
-        offset: u64,
-        token: u64,
-    ) {
-        let op = crate::reactor::FileOp::WriteV {
-            iov: iov as usize,
-            count,
-            offset,
-        };
-        let mut at = offset;
-        // SAFETY: the caller keeps the list and every listed buffer valid
-        // and unmodified until this write completes, after this call.
-        for v in unsafe { op.iovecs() } {
-            // SAFETY: as above.
-            let bytes = unsafe { std::slice::from_raw_parts(v.iov_base as *const u8, v.iov_len) };
-            self.machine.wrote(fd, at, bytes);
-            at += v.iov_len as u64;
+        if dir == Op::Write {
+            let op = FileOp::vectored(dir, iov, count, offset);
+            let mut at = offset;
+            // SAFETY: the caller keeps the list and every listed buffer
+            // valid and unmodified until this write completes, after this
+            // call.
+            for v in unsafe { op.iovecs() } {
+                // SAFETY: as above.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(v.iov_base as *const u8, v.iov_len) };
+                self.machine.wrote(fd, at, bytes);
+                at += v.iov_len as u64;
+            }
         }
         self.started(token);
         // SAFETY: the caller's contract is passed on unchanged.
-        unsafe { self.inner.writev(fd, iov, count, offset, token) }
+        unsafe { self.inner.vectored(fd, dir, iov, count, offset, token) }
     }
 
     fn fsync(&mut self, fd: RawFd, token: u64) {

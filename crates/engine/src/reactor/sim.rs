@@ -24,6 +24,7 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::sync::Arc;
 
 use tiermux_core::rng::Rng;
+use tiermux_core::Op;
 
 use super::faults::FaultOp;
 use super::power::Machine;
@@ -167,7 +168,7 @@ impl SimReactor {
             self.machine.wrote(job.fd, offset, bytes);
         }
         if let FileOp::WriteV { mut offset, .. } = job.op {
-            // SAFETY: the `writev` contract keeps the list and its buffers
+            // SAFETY: the `vectored` contract keeps the list and its buffers
             // valid and unmodified until the completion is returned.
             for v in unsafe { job.op.iovecs() } {
                 // SAFETY: as above.
@@ -244,36 +245,16 @@ impl Reactor for SimReactor {
         self.file(fd, op, token);
     }
 
-    unsafe fn readv(
+    unsafe fn vectored(
         &mut self,
         fd: RawFd,
+        dir: Op,
         iov: *const libc::iovec,
         count: u32,
         offset: u64,
         token: u64,
     ) {
-        let op = FileOp::ReadV {
-            iov: iov as usize,
-            count,
-            offset,
-        };
-        self.file(fd, op, token);
-    }
-
-    unsafe fn writev(
-        &mut self,
-        fd: RawFd,
-        iov: *const libc::iovec,
-        count: u32,
-        offset: u64,
-        token: u64,
-    ) {
-        let op = FileOp::WriteV {
-            iov: iov as usize,
-            count,
-            offset,
-        };
-        self.file(fd, op, token);
+        self.file(fd, FileOp::vectored(dir, iov, count, offset), token);
     }
 
     fn fsync(&mut self, fd: RawFd, token: u64) {

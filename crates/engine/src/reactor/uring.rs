@@ -5,6 +5,8 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
+use tiermux_core::Op;
+
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::{
@@ -159,43 +161,23 @@ impl Reactor for UringReactor {
         });
     }
 
-    unsafe fn readv(
+    unsafe fn vectored(
         &mut self,
         fd: RawFd,
+        dir: Op,
         iov: *const libc::iovec,
         count: u32,
         offset: u64,
         token: u64,
     ) {
-        let op = FileOp::ReadV {
-            iov: iov as usize,
-            count,
-            offset,
-        };
-        self.queue_file(FileJob { fd, op, token }, || {
-            opcode::Readv::new(types::Fd(fd), iov, count)
+        let op = FileOp::vectored(dir, iov, count, offset);
+        self.queue_file(FileJob { fd, op, token }, || match dir {
+            Op::Read => opcode::Readv::new(types::Fd(fd), iov, count)
                 .offset(offset)
-                .build()
-        });
-    }
-
-    unsafe fn writev(
-        &mut self,
-        fd: RawFd,
-        iov: *const libc::iovec,
-        count: u32,
-        offset: u64,
-        token: u64,
-    ) {
-        let op = FileOp::WriteV {
-            iov: iov as usize,
-            count,
-            offset,
-        };
-        self.queue_file(FileJob { fd, op, token }, || {
-            opcode::Writev::new(types::Fd(fd), iov, count)
+                .build(),
+            Op::Write => opcode::Writev::new(types::Fd(fd), iov, count)
                 .offset(offset)
-                .build()
+                .build(),
         });
     }
 

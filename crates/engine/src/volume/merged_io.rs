@@ -152,15 +152,11 @@ impl Volume {
         let (iov, count) = (m.iov.as_ptr(), m.iov.len() as u32);
         let offset = first.addr * bs as u64;
         let t = token(KIND_MERGED_IO, slot);
-        match first.dir {
-            // SAFETY: every listed buffer outlives the operation (as in
-            // `issue`), and the list lives in `self.merged`, from which it
-            // is removed only when the completion arrives; a `Vec`'s heap
-            // buffer does not move when the slab does.
-            Op::Read => unsafe { r.readv(fd, iov, count, offset, t) },
-            // SAFETY: as above.
-            Op::Write => unsafe { r.writev(fd, iov, count, offset, t) },
-        }
+        // SAFETY: every listed buffer outlives the operation (as in
+        // `issue`), and the list lives in `self.merged`, from which it is
+        // removed only when the completion arrives; a `Vec`'s heap buffer
+        // does not move when the slab does.
+        unsafe { r.vectored(fd, first.dir, iov, count, offset, t) }
     }
 
     pub(super) fn on_merged_completion(&mut self, slot: usize, result: i32, r: &mut dyn Reactor) {

@@ -198,6 +198,8 @@ pub struct Simulator {
     free_reqs: Vec<u32>,
     obs: ObservationBuilder,
     tick_ns: Option<u64>,
+    /// A closed-loop worker's think time between requests.
+    think_ns: u64,
     block_size: u64,
     warmup_ns: u64,
     end_ns: u64,
@@ -302,6 +304,7 @@ impl Simulator {
             free_reqs: Vec::new(),
             obs: ObservationBuilder::new(n_dev, 0),
             tick_ns,
+            think_ns: (cfg.client.think_time_us * 1e3) as u64,
             block_size: cfg.block_size as u64,
             warmup_ns,
             end_ns,
@@ -758,7 +761,7 @@ impl Simulator {
             self.retiring -= 1;
             self.running_workers -= 1;
         } else {
-            let think = (self.r.cfg.client.think_time_us * 1e3) as u64;
+            let think = self.think_ns;
             if think == 0 {
                 self.issue(worker);
             } else {

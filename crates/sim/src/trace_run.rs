@@ -100,8 +100,58 @@ impl TraceCursor {
         self.trace.0.requests.get(self.next).map(|r| r.time_ns)
     }
 
+    /// The first block of the request `k` places after the next one, if
+    /// the trace has it.
+    #[inline]
+    pub fn peek_block(&self, k: usize) -> Option<u64> {
+        self.trace
+            .0
+            .requests
+            .get(self.next + k)
+            .map(|r| r.first_block)
+    }
+
     /// Whether every request was taken.
     pub fn is_done(&self) -> bool {
         self.next >= self.trace.0.requests.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermux_core::Op;
+    use tiermux_trace::timed::TimedRequest;
+
+    #[test]
+    fn peeking_names_the_blocks_of_the_requests_to_come() {
+        let requests = (0..10u64)
+            .map(|i| TimedRequest {
+                time_ns: i,
+                first_block: (i * 7) % 10,
+                blocks: 1,
+                op: Op::Read,
+            })
+            .collect();
+        let trace = TimedTrace {
+            requests,
+            distinct_blocks: 10,
+            empty_requests: 0,
+        };
+        let mut c = TraceCursor::new(LoadedTrace(Arc::new(trace)));
+        let mut taken = 0;
+        while !c.is_done() {
+            let ahead: Vec<Option<u64>> = (0..3).map(|k| c.peek_block(k)).collect();
+            let next = c.next_request().expect("not done").block;
+            assert_eq!(ahead[0], Some(next));
+            for (k, b) in ahead.into_iter().enumerate() {
+                let i = taken + k as u64;
+                let expected = (i < 10).then_some(i * 7 % 10);
+                assert_eq!(b, expected, "request {taken}, {k} ahead");
+            }
+            taken += 1;
+        }
+        assert_eq!(taken, 10);
+        assert_eq!(c.peek_block(0), None);
     }
 }

@@ -520,7 +520,7 @@ impl Simulator {
                 }
             },
         };
-        self.prefetch_ahead();
+        self.prefetch_ahead(g.block);
         let req = Req {
             start_ns: self.now,
             op: Some(g.op),
@@ -543,15 +543,20 @@ impl Simulator {
     /// (map, version checker, replacement nodes, device contents) are far
     /// larger than the CPU's caches, and hinting a few requests ahead lets
     /// their memory accesses overlap. Each stage reads what the stage before
-    /// it hinted one request earlier.
+    /// it hinted one request earlier. A workload that cannot be looked
+    /// ahead (it changes with time) hints only `block`, the request being
+    /// issued: its map entry and version.
     #[inline]
-    fn prefetch_ahead(&mut self) {
+    fn prefetch_ahead(&mut self, block: u64) {
         use tiermux_core::prefetch::{prefetch_at, Stage};
-        if let Some(b) = self.workload.peek_block(PREFETCH_ENTRY_AHEAD) {
-            self.dispatcher.prefetch_entry(b);
-            prefetch_at(&self.versions, b as usize);
-        }
-        if let Some(b) = self.workload.peek_block(PREFETCH_FIRST_AHEAD) {
+        let Some(b) = self.peek_block(PREFETCH_ENTRY_AHEAD) else {
+            self.dispatcher.prefetch_entry(block);
+            prefetch_at(&self.versions, block as usize);
+            return;
+        };
+        self.dispatcher.prefetch_entry(b);
+        prefetch_at(&self.versions, b as usize);
+        if let Some(b) = self.peek_block(PREFETCH_FIRST_AHEAD) {
             let e = self.dispatcher.prefetch_state(b, Stage::First);
             let home = self.dispatcher.map().home();
             for d in 0..self.content.len().min(tiermux_core::map::LOC_DEVICES) {
@@ -560,8 +565,18 @@ impl Simulator {
                 }
             }
         }
-        if let Some(b) = self.workload.peek_block(PREFETCH_SECOND_AHEAD) {
+        if let Some(b) = self.peek_block(PREFETCH_SECOND_AHEAD) {
             self.dispatcher.prefetch_state(b, Stage::Second);
+        }
+    }
+
+    /// The first block of the request `k` places after the next one: from
+    /// the trace, or from the workload when it can look ahead.
+    #[inline]
+    fn peek_block(&mut self, k: usize) -> Option<u64> {
+        match self.trace.as_ref() {
+            Some(c) => c.peek_block(k),
+            None => self.workload.peek_block(k),
         }
     }
 

@@ -61,9 +61,15 @@ pub fn handshake_bytes(input: &[u8]) {
 }
 
 /// What a client sends to reach transmission: fixed newstyle without
-/// zeroes, then `NBD_OPT_GO` for the export "tiermux".
-pub fn valid_handshake() -> Vec<u8> {
+/// zeroes, `NBD_OPT_STRUCTURED_REPLY` when `structured`, then `NBD_OPT_GO`
+/// for the export "tiermux".
+pub fn valid_handshake(structured: bool) -> Vec<u8> {
     let mut v = 3u32.to_be_bytes().to_vec();
+    if structured {
+        v.extend_from_slice(&IHAVEOPT.to_be_bytes());
+        v.extend_from_slice(&8u32.to_be_bytes());
+        v.extend_from_slice(&0u32.to_be_bytes());
+    }
     v.extend_from_slice(&IHAVEOPT.to_be_bytes());
     v.extend_from_slice(&7u32.to_be_bytes());
     let name = b"tiermux";
@@ -131,7 +137,8 @@ impl Target {
     }
 
     /// Sends one connection's bytes (after a valid handshake when
-    /// `handshake`), half-closes and reads every reply until the server
+    /// `handshake`, which asks for structured replies when the input's
+    /// length is odd), half-closes and reads every reply until the server
     /// closes the connection; returns the bytes received. Panics if the
     /// server does not close it within 20 s.
     pub fn connection(&self, handshake: bool, input: &[u8]) -> usize {
@@ -153,7 +160,7 @@ impl Target {
             })
         };
         let mut bytes = if handshake {
-            valid_handshake()
+            valid_handshake(input.len() % 2 == 1)
         } else {
             Vec::new()
         };
@@ -185,13 +192,14 @@ mod tests {
         let mut v = Vec::new();
         for _ in 0..rng.below(8) {
             let kind = rng.below(8) as u16;
-            let len = match rng.below(3) {
+            let len = match rng.below(4) {
                 0 => rng.below(9000) as u32,
                 1 => 4096,
+                2 => rng.below(2 << 20) as u32, // reads in pieces
                 _ => rng.next_u64() as u32,
             };
             v.extend_from_slice(&proto::REQUEST_MAGIC.to_be_bytes());
-            v.extend_from_slice(&(rng.below(4) as u16).to_be_bytes());
+            v.extend_from_slice(&(rng.below(8) as u16).to_be_bytes());
             v.extend_from_slice(&kind.to_be_bytes());
             v.extend_from_slice(&rng.next_u64().to_be_bytes());
             v.extend_from_slice(&(rng.below(9 << 20)).to_be_bytes());

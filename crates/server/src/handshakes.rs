@@ -36,7 +36,7 @@ impl HandshakePool {
     /// `inbox`, and `waker` tells the event loop.
     pub(crate) fn start(
         export: Export,
-        inbox: Arc<Mutex<Vec<Stream>>>,
+        inbox: Arc<Mutex<Vec<Handshaken>>>,
         waker: Waker,
     ) -> HandshakePool {
         let (queue, rx) = sync_channel::<Stream>(MAX_QUEUED_HANDSHAKES);
@@ -75,7 +75,7 @@ impl HandshakePool {
 fn worker(
     rx: &Mutex<Receiver<Stream>>,
     export: &Export,
-    inbox: &Mutex<Vec<Stream>>,
+    inbox: &Mutex<Vec<Handshaken>>,
     waker: &Waker,
 ) {
     loop {
@@ -87,15 +87,26 @@ fn worker(
     }
 }
 
-fn run_handshake(mut s: Stream, export: &Export, inbox: &Mutex<Vec<Stream>>, waker: &Waker) {
+/// A connection whose handshake is done, and what it agreed.
+pub(crate) struct Handshaken {
+    /// The socket.
+    pub(crate) stream: Stream,
+    /// Reads are answered with structured replies.
+    pub(crate) structured_replies: bool,
+}
+
+fn run_handshake(mut s: Stream, export: &Export, inbox: &Mutex<Vec<Handshaken>>, waker: &Waker) {
     let _ = s.set_timeouts(Some(HANDSHAKE_TIMEOUT));
     match proto::handshake(&mut s, export) {
-        Ok(HandshakeEnd::Transmission) => {
+        Ok(HandshakeEnd::Transmission { structured_replies }) => {
             if s.set_timeouts(None)
                 .and_then(|_| s.set_nonblocking(true))
                 .is_ok()
             {
-                inbox.lock().expect("inbox").push(s);
+                inbox.lock().expect("inbox").push(Handshaken {
+                    stream: s,
+                    structured_replies,
+                });
                 waker.wake();
             }
         }

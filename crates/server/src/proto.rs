@@ -1,5 +1,6 @@
-//! The NBD protocol (newstyle fixed handshake, simple replies), written
-//! from the protocol specification (`doc/proto.md` of the NBD project).
+//! The NBD protocol (newstyle fixed handshake, simple and structured
+//! replies), written from the protocol specification (`doc/proto.md` of the
+//! NBD project).
 //!
 //! The handshake runs on a blocking stream ([`handshake`]); the transmission
 //! phase is parsed from bytes ([`parse_request`]) by the server's event
@@ -21,6 +22,20 @@ pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
 pub const REQUEST_BYTES: usize = 28;
 /// Bytes of a simple reply header.
 pub const REPLY_BYTES: usize = 16;
+/// Magic of structured reply chunks.
+pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
+/// Bytes of a structured reply chunk's header.
+pub const CHUNK_HEADER_BYTES: usize = 20;
+/// Structured reply flag: the request's last chunk.
+pub const REPLY_FLAG_DONE: u16 = 1;
+/// Chunk type: nothing more (always with [`REPLY_FLAG_DONE`]).
+pub const REPLY_TYPE_NONE: u16 = 0;
+/// Chunk type: data at an offset.
+pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+/// Chunk type: an error that covers the whole request.
+pub const REPLY_TYPE_ERROR: u16 = (1 << 15) | 1;
+/// Chunk type: an error at an offset of the request.
+pub const REPLY_TYPE_ERROR_OFFSET: u16 = (1 << 15) | 2;
 
 const FLAG_FIXED_NEWSTYLE: u16 = 1;
 const FLAG_NO_ZEROES: u16 = 2;
@@ -32,6 +47,7 @@ const OPT_ABORT: u32 = 2;
 const OPT_LIST: u32 = 3;
 const OPT_INFO: u32 = 6;
 const OPT_GO: u32 = 7;
+const OPT_STRUCTURED_REPLY: u32 = 8;
 
 const REP_ACK: u32 = 1;
 const REP_SERVER: u32 = 2;
@@ -53,6 +69,20 @@ pub const TRANSMISSION_FLAGS: u16 = 1 // HAS_FLAGS
     | (1 << 8) // CAN_MULTI_CONN
     | (1 << 11); // SEND_FAST_ZERO
 
+/// Transmission flag: reads take [`CMD_FLAG_DF`] (only with structured
+/// replies).
+const FLAG_SEND_DF: u16 = 1 << 7;
+
+/// The transmission flags for a session, with or without structured
+/// replies.
+pub fn transmission_flags(structured_replies: bool) -> u16 {
+    if structured_replies {
+        TRANSMISSION_FLAGS | FLAG_SEND_DF
+    } else {
+        TRANSMISSION_FLAGS
+    }
+}
+
 /// Largest option payload accepted during the handshake, bytes.
 pub const MAX_OPTION_BYTES: u32 = 64 << 10;
 
@@ -73,6 +103,9 @@ pub const CMD_WRITE_ZEROES: u16 = 6;
 pub const CMD_FLAG_FUA: u16 = 1;
 /// Command flag: do not punch a hole (write zeroes).
 pub const CMD_FLAG_NO_HOLE: u16 = 2;
+/// Command flag: answer a read with one data chunk ("don't fragment";
+/// structured replies only).
+pub const CMD_FLAG_DF: u16 = 1 << 2;
 /// Command flag: fail at once with `ENOTSUP` unless zeroing is faster than
 /// writing zeros (write zeroes).
 pub const CMD_FLAG_FAST_ZERO: u16 = 1 << 4;
@@ -111,10 +144,31 @@ pub struct Export {
 /// How a handshake ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum HandshakeEnd {
-    /// The client entered transmission; `no_zeroes` tells nothing.
-    Transmission,
+    /// The client entered transmission.
+    Transmission {
+        /// The client asked for structured replies: reads are answered in
+        /// chunks.
+        structured_replies: bool,
+    },
     /// The client aborted or asked only for a listing.
     Aborted,
+}
+
+/// What the options so far agreed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Session {
+    /// The client sent `NBD_OPT_NO_ZEROES` in its flags.
+    no_zeroes: bool,
+    /// `NBD_OPT_STRUCTURED_REPLY` was acknowledged.
+    structured_replies: bool,
+}
+
+impl Session {
+    fn transmission(self) -> HandshakeEnd {
+        HandshakeEnd::Transmission {
+            structured_replies: self.structured_replies,
+        }
+    }
 }
 
 /// A protocol violation.
@@ -154,11 +208,11 @@ fn option_reply(w: &mut impl Write, option: u32, kind: u32, data: &[u8]) -> io::
     w.write_all(&m)
 }
 
-fn info_export(export: &Export) -> Vec<u8> {
+fn info_export(export: &Export, session: Session) -> Vec<u8> {
     let mut d = Vec::with_capacity(12);
     d.extend_from_slice(&INFO_EXPORT.to_be_bytes());
     d.extend_from_slice(&export.size_bytes.to_be_bytes());
-    d.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
+    d.extend_from_slice(&transmission_flags(session.structured_replies).to_be_bytes());
     d
 }
 
@@ -185,7 +239,10 @@ pub fn handshake<S: Read + Write>(
     if client_flags & !(CLIENT_FIXED_NEWSTYLE | CLIENT_NO_ZEROES) != 0 {
         return Err(violation(format!("unknown client flags {client_flags:#x}")));
     }
-    let no_zeroes = client_flags & CLIENT_NO_ZEROES != 0;
+    let mut session = Session {
+        no_zeroes: client_flags & CLIENT_NO_ZEROES != 0,
+        structured_replies: false,
+    };
     loop {
         let magic = read_u64(s)?;
         if magic != IHAVEOPT {
@@ -200,7 +257,7 @@ pub fn handshake<S: Read + Write>(
         }
         let mut data = vec![0u8; len as usize];
         s.read_exact(&mut data)?;
-        if let Some(end) = answer_option(s, export, option, &data, no_zeroes)? {
+        if let Some(end) = answer_option(s, export, option, &data, &mut session)? {
             return Ok(end);
         }
     }
@@ -213,7 +270,7 @@ fn answer_option<S: Read + Write>(
     export: &Export,
     option: u32,
     data: &[u8],
-    no_zeroes: bool,
+    session: &mut Session,
 ) -> Result<Option<HandshakeEnd>, ProtocolError> {
     match option {
         OPT_EXPORT_NAME => {
@@ -223,12 +280,13 @@ fn answer_option<S: Read + Write>(
             }
             let mut m = Vec::with_capacity(10 + 124);
             m.extend_from_slice(&export.size_bytes.to_be_bytes());
-            m.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-            if !no_zeroes {
+            let flags = transmission_flags(session.structured_replies);
+            m.extend_from_slice(&flags.to_be_bytes());
+            if !session.no_zeroes {
                 m.extend_from_slice(&[0u8; 124]);
             }
             s.write_all(&m)?;
-            Ok(Some(HandshakeEnd::Transmission))
+            Ok(Some(session.transmission()))
         }
         OPT_ABORT => {
             // The client may close without reading the reply.
@@ -256,12 +314,26 @@ fn answer_option<S: Read + Write>(
                 option_reply(s, option, REP_ERR_UNKNOWN, b"no such export")?;
                 return Ok(None);
             }
-            option_reply(s, option, REP_INFO, &info_export(export))?;
+            option_reply(s, option, REP_INFO, &info_export(export, *session))?;
             let _ = requests;
             // Block sizes are always sent: any alignment is served.
             option_reply(s, option, REP_INFO, &info_block_size(export))?;
             option_reply(s, option, REP_ACK, &[])?;
-            Ok((option == OPT_GO).then_some(HandshakeEnd::Transmission))
+            Ok((option == OPT_GO).then(|| session.transmission()))
+        }
+        OPT_STRUCTURED_REPLY => {
+            if !data.is_empty() {
+                option_reply(
+                    s,
+                    option,
+                    REP_ERR_INVALID,
+                    b"STRUCTURED_REPLY takes no data",
+                )?;
+                return Ok(None);
+            }
+            session.structured_replies = true;
+            option_reply(s, option, REP_ACK, &[])?;
+            Ok(None)
         }
         _ => {
             option_reply(s, option, REP_ERR_UNSUP, b"unsupported option")?;
@@ -326,6 +398,78 @@ pub fn simple_reply(handle: u64, error: u32) -> [u8; REPLY_BYTES] {
     r[4..8].copy_from_slice(&error.to_be_bytes());
     r[8..16].copy_from_slice(&handle.to_be_bytes());
     r
+}
+
+/// Encodes a structured reply chunk's header for a payload of
+/// `payload_bytes`.
+pub fn chunk_header(
+    handle: u64,
+    kind: u16,
+    done: bool,
+    payload_bytes: u32,
+) -> [u8; CHUNK_HEADER_BYTES] {
+    let flags = if done { REPLY_FLAG_DONE } else { 0 };
+    let mut r = [0u8; CHUNK_HEADER_BYTES];
+    r[0..4].copy_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    r[4..6].copy_from_slice(&flags.to_be_bytes());
+    r[6..8].copy_from_slice(&kind.to_be_bytes());
+    r[8..16].copy_from_slice(&handle.to_be_bytes());
+    r[16..20].copy_from_slice(&payload_bytes.to_be_bytes());
+    r
+}
+
+/// The header and offset of a data chunk: `data_bytes` of data, from
+/// `offset` of the export, follow it.
+pub fn data_chunk_head(handle: u64, offset: u64, data_bytes: u32, done: bool) -> Vec<u8> {
+    assert!(data_bytes > 0, "a data chunk carries at least one byte");
+    let payload = data_bytes
+        .checked_add(8)
+        .expect("a data chunk's length fits its field");
+    let mut m = Vec::with_capacity(CHUNK_HEADER_BYTES + 8);
+    m.extend_from_slice(&chunk_header(handle, REPLY_TYPE_OFFSET_DATA, done, payload));
+    m.extend_from_slice(&offset.to_be_bytes());
+    m
+}
+
+/// The longest message an error chunk carries, bytes (the specification's
+/// limit on strings).
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 4096;
+
+/// An error chunk: at `offset` of the request when given
+/// (`NBD_REPLY_TYPE_ERROR_OFFSET`), else for the whole request. `message`
+/// is cut to [`MAX_ERROR_MESSAGE_BYTES`] at a character boundary.
+pub fn error_chunk(
+    handle: u64,
+    error: u32,
+    message: &str,
+    offset: Option<u64>,
+    done: bool,
+) -> Vec<u8> {
+    assert!(error != 0, "an error chunk carries an error");
+    let mut end = message.len().min(MAX_ERROR_MESSAGE_BYTES);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let message = &message.as_bytes()[..end];
+    let (kind, tail) = match offset {
+        Some(_) => (REPLY_TYPE_ERROR_OFFSET, 8),
+        None => (REPLY_TYPE_ERROR, 0),
+    };
+    let payload = 6 + message.len() + tail;
+    let mut m = Vec::with_capacity(CHUNK_HEADER_BYTES + payload);
+    m.extend_from_slice(&chunk_header(handle, kind, done, payload as u32));
+    m.extend_from_slice(&error.to_be_bytes());
+    m.extend_from_slice(&(message.len() as u16).to_be_bytes());
+    m.extend_from_slice(message);
+    if let Some(o) = offset {
+        m.extend_from_slice(&o.to_be_bytes());
+    }
+    m
+}
+
+/// The final chunk of a reply that has nothing more to say.
+pub fn done_chunk(handle: u64) -> [u8; CHUNK_HEADER_BYTES] {
+    chunk_header(handle, REPLY_TYPE_NONE, true, 0)
 }
 
 /// Maps an errno from the volume to one the protocol defines.
@@ -396,6 +540,10 @@ mod tests {
         opt(OPT_GO, &d)
     }
 
+    const PLAIN: HandshakeEnd = HandshakeEnd::Transmission {
+        structured_replies: false,
+    };
+
     fn run(input: Vec<u8>) -> (Result<HandshakeEnd, ProtocolError>, Vec<u8>) {
         let mut s = Scripted {
             input: Cursor::new(input),
@@ -430,7 +578,7 @@ mod tests {
         input.extend(go("nope", &[]));
         input.extend(go("tiermux", &[INFO_BLOCK_SIZE]));
         let (r, out) = run(input);
-        assert_eq!(r.unwrap(), HandshakeEnd::Transmission);
+        assert_eq!(r.unwrap(), PLAIN);
         assert_eq!(u64::from_be_bytes(out[0..8].try_into().unwrap()), NBD_MAGIC);
         let rs = replies(&out);
         assert_eq!(
@@ -450,7 +598,7 @@ mod tests {
         let mut input = 1u32.to_be_bytes().to_vec(); // no NO_ZEROES
         input.extend(opt(OPT_EXPORT_NAME, b""));
         let (r, out) = run(input);
-        assert_eq!(r.unwrap(), HandshakeEnd::Transmission);
+        assert_eq!(r.unwrap(), PLAIN);
         assert_eq!(out.len(), 18 + 8 + 2 + 124);
         assert_eq!(u64::from_be_bytes(out[18..26].try_into().unwrap()), 1 << 30);
     }
@@ -478,7 +626,7 @@ mod tests {
         input.extend(opt(OPT_GO, &[0, 0, 0, 9, 1]));
         input.extend(go("", &[]));
         let (r, out) = run(input);
-        assert_eq!(r.unwrap(), HandshakeEnd::Transmission);
+        assert_eq!(r.unwrap(), PLAIN);
         assert_eq!(replies(&out)[0], (OPT_GO, REP_ERR_INVALID, 25));
     }
 
@@ -502,6 +650,65 @@ mod tests {
             }
             let _ = run(input);
         }
+    }
+
+    #[test]
+    fn structured_replies_are_agreed_before_go() {
+        let mut input = 3u32.to_be_bytes().to_vec();
+        input.extend(opt(OPT_STRUCTURED_REPLY, b"x"));
+        input.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+        input.extend(go("", &[]));
+        let (r, out) = run(input);
+        assert_eq!(
+            r.unwrap(),
+            HandshakeEnd::Transmission {
+                structured_replies: true
+            }
+        );
+        let rs = replies(&out);
+        assert_eq!(rs[0], (OPT_STRUCTURED_REPLY, REP_ERR_INVALID, 30));
+        assert_eq!(rs[1], (OPT_STRUCTURED_REPLY, REP_ACK, 0));
+        assert_eq!(rs[2], (OPT_GO, REP_INFO, 12));
+        // The export's flags (after the greeting, three replies' headers,
+        // the first reply's message, the info type and the size) offer
+        // "don't fragment" once structured replies are agreed.
+        let at = 18 + 3 * 20 + 30 + 2 + 8;
+        let flags = u16::from_be_bytes(out[at..at + 2].try_into().unwrap());
+        assert_eq!(flags, TRANSMISSION_FLAGS | FLAG_SEND_DF);
+        assert_eq!(transmission_flags(false) & FLAG_SEND_DF, 0);
+    }
+
+    #[test]
+    fn chunks_follow_the_specification_layout() {
+        let h = chunk_header(9, REPLY_TYPE_OFFSET_DATA, true, 4104);
+        assert_eq!(h[0..4], STRUCTURED_REPLY_MAGIC.to_be_bytes());
+        assert_eq!(h[4..6], REPLY_FLAG_DONE.to_be_bytes());
+        assert_eq!(h[6..8], 1u16.to_be_bytes());
+        assert_eq!(h[8..16], 9u64.to_be_bytes());
+        assert_eq!(h[16..20], 4104u32.to_be_bytes());
+        let d = data_chunk_head(9, 1 << 20, 4096, false);
+        assert_eq!(d.len(), 28);
+        assert_eq!(d[4..6], 0u16.to_be_bytes());
+        assert_eq!(d[16..20], 4104u32.to_be_bytes());
+        assert_eq!(d[20..28], (1u64 << 20).to_be_bytes());
+        // An error at an offset: errno, message length, message, offset.
+        let e = error_chunk(9, errno::EIO, "bad", Some(8192), true);
+        assert_eq!(e.len(), 20 + 4 + 2 + 3 + 8);
+        assert_eq!(e[6..8], REPLY_TYPE_ERROR_OFFSET.to_be_bytes());
+        assert_eq!(e[16..20], 17u32.to_be_bytes());
+        assert_eq!(e[20..24], errno::EIO.to_be_bytes());
+        assert_eq!(e[24..26], 3u16.to_be_bytes());
+        assert_eq!(&e[26..29], b"bad");
+        assert_eq!(e[29..37], 8192u64.to_be_bytes());
+        // A whole-request error; a long message is cut at a character.
+        let long = "é".repeat(MAX_ERROR_MESSAGE_BYTES);
+        let e = error_chunk(9, errno::EINVAL, &long, None, true);
+        assert_eq!(e[6..8], REPLY_TYPE_ERROR.to_be_bytes());
+        let n = u16::from_be_bytes(e[24..26].try_into().unwrap()) as usize;
+        assert_eq!(n, MAX_ERROR_MESSAGE_BYTES);
+        assert!(std::str::from_utf8(&e[26..26 + n]).is_ok());
+        assert_eq!(e.len(), 26 + n);
+        assert_eq!(done_chunk(9)[4..8], [0, 1, 0, 0]);
     }
 
     #[test]

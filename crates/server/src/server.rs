@@ -22,7 +22,7 @@ use tiermux_engine::slab::Slab;
 use tiermux_engine::volume::{Done, Request, VolumeStats, MAX_REQUEST_BYTES};
 use tiermux_engine::Volume;
 
-use crate::handshakes::HandshakePool;
+use crate::handshakes::{HandshakePool, Handshaken};
 use crate::proto::{self, errno, Export, RequestHeader, REQUEST_BYTES};
 pub use crate::sock::Stream;
 use crate::sock::{ConnTable, Connection, Wire, READ_CHUNK};
@@ -92,6 +92,8 @@ struct Conn {
     inflight: u32,
     /// Bytes of the data of requests in flight.
     data_bytes: u64,
+    /// Reads are answered with structured replies, in chunks.
+    structured_replies: bool,
 }
 
 /// A write's payload being received.
@@ -107,7 +109,25 @@ struct Pending {
     handle: u64,
     /// Data bytes the request holds (its read length or write payload).
     bytes: u64,
+    /// A read on a connection with structured replies: what its chunk says.
+    chunk: Option<ReadChunk>,
 }
+
+/// A read's part of a structured reply.
+#[derive(Clone, Copy)]
+struct ReadChunk {
+    /// Where the part starts in the export, bytes.
+    offset: u64,
+    /// For a read split into pieces, its entry in `Connections::split_reads`
+    /// (the pieces still running); `None` when the read is one piece.
+    split: Option<usize>,
+}
+
+/// Reads longer than this, on a connection with structured replies, are
+/// split into pieces of this size at offsets that are multiples of it.
+/// Each piece's chunk goes to the client as soon as its device reads
+/// complete, so sending the first overlaps reading the rest.
+pub const READ_PIECE_BYTES: u64 = 256 << 10;
 
 impl Connection for Conn {
     fn wire(&self) -> &Wire {
@@ -136,7 +156,7 @@ pub struct Server {
     listen: Listen,
     export: Export,
     shutdown: Shutdown,
-    inbox: Arc<Mutex<Vec<Stream>>>,
+    inbox: Arc<Mutex<Vec<Handshaken>>>,
     stats: ServerStats,
     live: Arc<Mutex<LiveStats>>,
     /// Control calls (`tiermux ctl`) waiting for the loop.
@@ -238,6 +258,7 @@ impl Server {
             server: self,
             conns: ConnTable::default(),
             pending: Slab::new(),
+            split_reads: Slab::new(),
             stopping: false,
             published_ns: 0,
         };
@@ -257,12 +278,14 @@ struct Connections<'a> {
     server: &'a mut Server,
     conns: ConnTable<Conn>,
     pending: Slab<Pending>,
+    /// Reads split into pieces: the pieces of each still running.
+    split_reads: Slab<u32>,
     stopping: bool,
     published_ns: u64,
 }
 
 impl Connections<'_> {
-    fn accept(&mut self, s: Stream, io: &mut Io<'_>) {
+    fn accept(&mut self, h: Handshaken, io: &mut Io<'_>) {
         self.server.stats.connections += 1;
         let conn = |wire| Conn {
             wire,
@@ -270,8 +293,9 @@ impl Connections<'_> {
             body: None,
             inflight: 0,
             data_bytes: 0,
+            structured_replies: h.structured_replies,
         };
-        self.conns.insert(s, conn, io);
+        self.conns.insert(h.stream, conn, io);
     }
 
     /// Closes the connections that are done (all of them once stopping).
@@ -288,11 +312,19 @@ impl Frontend for Connections<'_> {
         let Some(p) = self.pending.remove(d.id as usize) else {
             return;
         };
+        // A split read's last piece ends its reply, even when its
+        // connection is gone.
+        let last = p
+            .chunk
+            .is_none_or(|ch| last_piece(&mut self.split_reads, ch));
         let Some(c) = self.conns.get(p.conn, p.gen) else {
             return;
         };
         c.inflight -= 1;
         c.data_bytes -= p.bytes;
+        if let Some(ch) = p.chunk {
+            return send_read_chunk(c, &p, ch, d, last, io);
+        }
         let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error)).to_vec();
         match d.data {
             Some(data) => {
@@ -311,6 +343,7 @@ impl Frontend for Connections<'_> {
         let conn = self.conns.at(idx).expect("a polled connection");
         let mut ctx = Ctx {
             pending: &mut self.pending,
+            split_reads: &mut self.split_reads,
             stats: &mut self.server.stats,
         };
         read_requests(conn, io, &mut ctx, stopping);
@@ -318,7 +351,7 @@ impl Frontend for Connections<'_> {
 
     fn on_wake(&mut self, io: &mut Io<'_>) {
         crate::control::serve_calls(&self.server.control, io);
-        let new: Vec<Stream> = std::mem::take(&mut *self.server.inbox.lock().expect("inbox"));
+        let new: Vec<Handshaken> = std::mem::take(&mut *self.server.inbox.lock().expect("inbox"));
         for s in new {
             if !self.stopping {
                 self.accept(s, io);
@@ -364,6 +397,7 @@ impl Connections<'_> {
             }
             let mut ctx = Ctx {
                 pending: &mut self.pending,
+                split_reads: &mut self.split_reads,
                 stats: &mut self.server.stats,
             };
             read_requests(c, io, &mut ctx, stopping);
@@ -373,11 +407,65 @@ impl Connections<'_> {
 
 struct Ctx<'a> {
     pending: &'a mut Slab<Pending>,
+    split_reads: &'a mut Slab<u32>,
     stats: &'a mut ServerStats,
 }
 
 fn reply_now(c: &mut Conn, handle: u64, err: u32, io: &mut Io<'_>) {
     c.wire.send(proto::simple_reply(handle, err).to_vec(), io);
+}
+
+/// Answers a request that is not carried out with `err`: a read on a
+/// connection with structured replies gets an error chunk that says `why`.
+fn refuse(c: &mut Conn, h: &RequestHeader, err: u32, why: &str, io: &mut Io<'_>) {
+    if c.structured_replies && h.kind == proto::CMD_READ {
+        c.wire
+            .send(proto::error_chunk(h.handle, err, why, None, true), io);
+    } else {
+        reply_now(c, h.handle, err, io);
+    }
+}
+
+/// Counts a finished piece of a read; true when it was the read's last
+/// (always for a read in one piece).
+fn last_piece(split_reads: &mut Slab<u32>, ch: ReadChunk) -> bool {
+    let Some(i) = ch.split else {
+        return true;
+    };
+    let left = split_reads.get_mut(i).expect("a running split read");
+    assert!(*left > 0, "a split read finished more pieces than it had");
+    *left -= 1;
+    if *left > 0 {
+        return false;
+    }
+    split_reads.remove(i);
+    true
+}
+
+/// Sends a read's (or a piece's) structured reply chunk: its data, or an
+/// error at its offset; `last` marks the request's final chunk.
+fn send_read_chunk(c: &mut Conn, p: &Pending, ch: ReadChunk, d: Done, last: bool, io: &mut Io<'_>) {
+    let err = proto::protocol_errno(d.error);
+    match d.data {
+        Some(data) if err == 0 && d.len > 0 => {
+            let head = proto::data_chunk_head(p.handle, ch.offset, d.len, last);
+            let range = d.data_offset..d.data_offset + d.len as usize;
+            c.wire.send_with_body(head, data, range, io);
+        }
+        _ if err == 0 => {
+            // Nothing to carry (a read of no bytes): this piece only ends
+            // the reply.
+            if last {
+                c.wire.send(proto::done_chunk(p.handle).to_vec(), io);
+            }
+        }
+        _ => {
+            let why = format!("reading {} bytes at offset {} failed", d.len, ch.offset);
+            let at = ch.split.map(|_| ch.offset);
+            c.wire
+                .send(proto::error_chunk(p.handle, err, &why, at, last), io);
+        }
+    }
 }
 
 /// Reads what the socket has and starts every complete request.
@@ -500,7 +588,7 @@ fn start_or_refuse(
     stopping: bool,
 ) {
     if stopping {
-        reply_now(c, h.handle, errno::ESHUTDOWN, io);
+        refuse(c, &h, errno::ESHUTDOWN, "the server is shutting down", io);
     } else {
         start_request(c, h, payload, io, ctx);
     }
@@ -518,7 +606,12 @@ enum Decoded {
 
 /// Turns a header (and a write's payload) into a volume request, checking
 /// its flags and its range.
-fn decode(h: &RequestHeader, payload: Option<AlignedBuf>, vol: &Volume) -> Decoded {
+fn decode(
+    h: &RequestHeader,
+    payload: Option<AlignedBuf>,
+    vol: &Volume,
+    structured_replies: bool,
+) -> Decoded {
     let fua = h.flags & proto::CMD_FLAG_FUA != 0;
     // FUA is valid on every command (a read, flush or trim has nothing
     // more to make durable).
@@ -526,6 +619,7 @@ fn decode(h: &RequestHeader, payload: Option<AlignedBuf>, vol: &Volume) -> Decod
         proto::CMD_WRITE_ZEROES => {
             proto::CMD_FLAG_FUA | proto::CMD_FLAG_NO_HOLE | proto::CMD_FLAG_FAST_ZERO
         }
+        proto::CMD_READ if structured_replies => proto::CMD_FLAG_FUA | proto::CMD_FLAG_DF,
         _ => proto::CMD_FLAG_FUA,
     };
     if h.flags & !allowed != 0 {
@@ -575,7 +669,10 @@ fn start_request(
     io: &mut Io<'_>,
     ctx: &mut Ctx<'_>,
 ) {
-    match decode(&h, payload, io.volume()) {
+    match decode(&h, payload, io.volume(), c.structured_replies) {
+        Decoded::Request(Request::Read { offset, len }) if c.structured_replies => {
+            start_read_in_chunks(c, &h, offset, len, io, ctx);
+        }
         Decoded::Request(req) => {
             // The data the request holds in the server: a read's reply or
             // a write's payload; a write-zeroes' part buffer (at most one
@@ -590,6 +687,7 @@ fn start_request(
                 gen: c.wire.gen,
                 handle: h.handle,
                 bytes,
+                chunk: None,
             });
             c.inflight += 1;
             c.data_bytes += bytes;
@@ -599,7 +697,52 @@ fn start_request(
         Decoded::Bad(err, why) => {
             ctx.stats.bad_requests += 1;
             eprintln!("tiermux: bad request (handle {:#x}): {why}", h.handle);
-            reply_now(c, h.handle, err, io);
+            refuse(c, &h, err, &why, io);
+        }
+    }
+}
+
+/// Starts a read whose reply is structured: in one piece when it is short
+/// or the client asked for one chunk ("don't fragment"), else in pieces
+/// of [`READ_PIECE_BYTES`], each answered by its own chunk.
+fn start_read_in_chunks(
+    c: &mut Conn,
+    h: &RequestHeader,
+    offset: u64,
+    len: u32,
+    io: &mut Io<'_>,
+    ctx: &mut Ctx<'_>,
+) {
+    let end = offset + len as u64;
+    let whole = h.flags & proto::CMD_FLAG_DF != 0 || len as u64 <= READ_PIECE_BYTES;
+    let pieces = if whole {
+        1
+    } else {
+        end.div_ceil(READ_PIECE_BYTES) - offset / READ_PIECE_BYTES
+    };
+    let split = (pieces > 1).then(|| ctx.split_reads.insert(pieces as u32));
+    let mut at = offset;
+    loop {
+        let piece_end = if whole {
+            end
+        } else {
+            ((at / READ_PIECE_BYTES + 1) * READ_PIECE_BYTES).min(end)
+        };
+        let piece_len = piece_end - at;
+        let id = ctx.pending.insert(Pending {
+            conn: c.wire.idx,
+            gen: c.wire.gen,
+            handle: h.handle,
+            bytes: piece_len,
+            chunk: Some(ReadChunk { offset: at, split }),
+        });
+        c.inflight += 1;
+        c.data_bytes += piece_len;
+        let len = piece_len as u32;
+        io.submit(id as u64, Request::Read { offset: at, len });
+        at = piece_end;
+        if at >= end {
+            break;
         }
     }
 }

@@ -8,11 +8,28 @@ use std::time::Duration;
 
 /// A minimal NBD client for the crash and fuzz tests.
 pub fn connect(sock: &Path) -> UnixStream {
+    connect_with(sock, false)
+}
+
+/// Connects, asking for structured replies first when `structured` (the
+/// server must agree).
+#[allow(dead_code)]
+pub fn connect_with(sock: &Path, structured: bool) -> UnixStream {
     let mut s = UnixStream::connect(sock).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut hello = [0u8; 18];
     s.read_exact(&mut hello).unwrap();
     s.write_all(&3u32.to_be_bytes()).unwrap();
+    if structured {
+        let mut opt = 0x4948_4156_454F_5054u64.to_be_bytes().to_vec();
+        opt.extend_from_slice(&8u32.to_be_bytes());
+        opt.extend_from_slice(&0u32.to_be_bytes());
+        s.write_all(&opt).unwrap();
+        let mut h = [0u8; 20];
+        s.read_exact(&mut h).unwrap();
+        let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        assert_eq!(kind, 1, "structured replies refused");
+    }
     let mut go = 0x4948_4156_454F_5054u64.to_be_bytes().to_vec();
     go.extend_from_slice(&7u32.to_be_bytes());
     go.extend_from_slice(&6u32.to_be_bytes());
@@ -53,4 +70,64 @@ pub fn reply(s: &mut UnixStream, data_len: usize) -> std::io::Result<(u64, u32, 
     let mut d = vec![0u8; if err == 0 { data_len } else { 0 }];
     s.read_exact(&mut d)?;
     Ok((handle, err, d))
+}
+
+/// One chunk of a structured reply.
+#[allow(dead_code)]
+#[derive(Debug)]
+pub struct Chunk {
+    pub done: bool,
+    pub kind: u16,
+    pub handle: u64,
+    /// Where a data chunk or an error with an offset starts.
+    pub offset: Option<u64>,
+    pub data: Vec<u8>,
+    /// An error chunk's errno (0 otherwise) and message.
+    pub error: u32,
+    pub message: String,
+}
+
+/// Reads one structured reply chunk.
+#[allow(dead_code)]
+pub fn chunk(s: &mut UnixStream) -> std::io::Result<Chunk> {
+    let mut h = [0u8; 20];
+    s.read_exact(&mut h)?;
+    assert_eq!(u32::from_be_bytes(h[0..4].try_into().unwrap()), 0x668e_33ef);
+    let flags = u16::from_be_bytes(h[4..6].try_into().unwrap());
+    let kind = u16::from_be_bytes(h[6..8].try_into().unwrap());
+    let handle = u64::from_be_bytes(h[8..16].try_into().unwrap());
+    let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+    let mut p = vec![0u8; len];
+    s.read_exact(&mut p)?;
+    let mut c = Chunk {
+        done: flags & 1 != 0,
+        kind,
+        handle,
+        offset: None,
+        data: Vec::new(),
+        error: 0,
+        message: String::new(),
+    };
+    match kind {
+        0 => assert_eq!(len, 0),
+        1 => {
+            assert!(len > 8, "a data chunk of {len} bytes");
+            c.offset = Some(u64::from_be_bytes(p[0..8].try_into().unwrap()));
+            c.data = p[8..].to_vec();
+        }
+        k if k & 0x8000 != 0 => {
+            c.error = u32::from_be_bytes(p[0..4].try_into().unwrap());
+            assert_ne!(c.error, 0, "an error chunk without an error");
+            let n = u16::from_be_bytes(p[4..6].try_into().unwrap()) as usize;
+            c.message = String::from_utf8(p[6..6 + n].to_vec()).unwrap();
+            let tail = &p[6 + n..];
+            match k {
+                0x8001 => assert!(tail.is_empty()),
+                0x8002 => c.offset = Some(u64::from_be_bytes(tail.try_into().unwrap())),
+                _ => panic!("unknown error chunk type {k:#x}"),
+            }
+        }
+        _ => panic!("unknown chunk type {kind}"),
+    }
+    Ok(c)
 }

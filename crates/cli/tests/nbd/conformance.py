@@ -1,7 +1,10 @@
 """NBD conformance of `tiermux serve`, checked with libnbd (python3-libnbd):
 FUA accepted on every command, write-zeroes and trim larger than the
 largest read or write, zeros read back after write-zeroes with unaligned
-ends, and FAST_ZERO refused at once with ENOTSUP.
+ends, FAST_ZERO refused at once with ENOTSUP, and structured replies: a
+large read arrives in chunks, one chunk when the client asks for it
+("don't fragment"), and a client without structured replies reads the
+same bytes.
 
 Usage: /usr/bin/python3 conformance.py NBD_URI
 """
@@ -44,4 +47,32 @@ try:
     raise SystemExit("fast zero accepted")
 except nbd.Error as e:
     assert e.errno == 95 or 'not supported' in str(e).lower(), e
+# Structured replies: agreed by default; a 2 MiB read at an unaligned
+# offset arrives in chunks of at most 256 KiB that cover it exactly.
+assert h.get_structured_replies_negotiated() and h.can_df()
+h.pwrite(bytes(range(256)) * (16 << 12), 0)
+want = h.pread(2 << 20, 1000, nbd.CMD_FLAG_DF)
+chunks = []
+
+
+def chunk(subbuf, offset, status, error):
+    assert status == nbd.READ_DATA and error.value == 0, (status, error)
+    chunks.append((offset, bytes(subbuf)))
+    return 0
+
+
+got = h.pread_structured(2 << 20, 1000, chunk)
+assert got == want == (bytes(range(256)) * (16 << 12))[1000:1000 + (2 << 20)]
+assert len(chunks) == 9 and all(len(c) <= 256 << 10 for _, c in chunks), len(chunks)
+assert b"".join(c for _, c in sorted(chunks)) == want
+chunks.clear()
+h.pread_structured(2 << 20, 1000, chunk, nbd.CMD_FLAG_DF)
+assert len(chunks) == 1, len(chunks)
+# A client that does not ask for structured replies reads the same bytes.
+plain = nbd.NBD()
+plain.set_request_structured_replies(False)
+plain.connect_uri(sys.argv[1])
+assert not plain.get_structured_replies_negotiated() and not plain.can_df()
+assert plain.pread(2 << 20, 1000) == want
+plain.shutdown()
 print("conformance ok")

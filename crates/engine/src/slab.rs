@@ -28,6 +28,10 @@ impl<T> Slab<T> {
             }
         }
     }
+    /// The value at `i`, if occupied, to read.
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.items.get(i).and_then(|x| x.as_ref())
+    }
     /// The value at `i`, if occupied.
     pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
         self.items.get_mut(i).and_then(|x| x.as_mut())

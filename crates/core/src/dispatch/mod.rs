@@ -429,6 +429,18 @@ impl Dispatcher {
         entry
     }
 
+    /// Whether a later operation of plan `flight` copies the data that its
+    /// operation `index` (a read) returns: a driver may read a block that
+    /// nothing copies straight into the client's buffer.
+    pub fn feeds_copy(&self, flight: u32, index: PlanIndex) -> bool {
+        let ios = &self.flights[flight as usize].ios;
+        assert!(
+            (index as usize) < ios.len(),
+            "operation {index} outside plan {flight}"
+        );
+        ios[index as usize + 1..].iter().any(|io| io.after == index)
+    }
+
     /// Counters about locking and jobs.
     pub fn stats(&self) -> DispatchStats {
         let mut s = self.stats;

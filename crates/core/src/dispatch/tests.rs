@@ -205,3 +205,42 @@ fn a_reader_may_write_only_while_it_reads_alone() {
     assert_eq!(std::iter::from_fn(|| d.pop_acked()).count(), 8);
     assert!(d.is_idle());
 }
+
+/// A cache miss's read from home feeds the fill of the cache; a hit's read
+/// feeds nothing.
+#[test]
+fn a_read_feeds_a_copy_only_when_a_later_write_copies_it() {
+    use crate::policy::{DeviceRole, DeviceSpec, VolumeSpec};
+    let device = |name: &str, capacity_blocks, role| DeviceSpec {
+        name: name.into(),
+        capacity_blocks,
+        role,
+    };
+    let vol = VolumeSpec {
+        num_blocks: 100,
+        block_size: 4096,
+        devices: vec![
+            device("fast", 10, DeviceRole::Cache),
+            device("slow", 100, DeviceRole::Home),
+        ],
+    };
+    let policy = crate::build_policy("classic", &crate::Params::new(), &vol, 1).unwrap();
+    let mut d = Dispatcher::new(policy, 1);
+    let read = Access {
+        block: 3,
+        op: Op::Read,
+    };
+    d.submit(1, read);
+    let miss = ready(&mut d);
+    assert_eq!((miss.len(), miss[0].io.device), (1, 1), "a miss reads home");
+    assert!(d.feeds_copy(miss[0].flight, miss[0].index));
+    d.complete(miss[0].flight, miss[0].index, 5);
+    let fill = ready(&mut d);
+    assert_eq!((fill[0].io.device, fill[0].src_payload), (0, 5));
+    assert!(!d.feeds_copy(fill[0].flight, fill[0].index));
+    d.complete(fill[0].flight, fill[0].index, 0);
+    d.submit(2, read);
+    let hit = ready(&mut d);
+    assert_eq!(hit[0].io.device, 0, "then it hits");
+    assert!(!d.feeds_copy(hit[0].flight, hit[0].index));
+}

@@ -1,12 +1,13 @@
 //! Device operations: performing the operations the dispatcher hands out
-//! (reads into pooled buffers, client writes, copies), waiting out an
-//! emulated device's time, and feeding completions back.
+//! (reads into pooled buffers or straight into the client's buffer, client
+//! writes, copies), waiting out an emulated device's time, and feeding
+//! completions back.
 
 use tiermux_core::Op;
 
 use super::{
-    split_tag, token, DevOp, Volume, KIND_DEV_IO, KIND_EMU_WAIT, KIND_MARK, KIND_MERGED_IO,
-    KIND_MERGED_WAIT, KIND_SHIFT,
+    split_tag, token, DevOp, Volume, IN_PLACE, KIND_DEV_IO, KIND_EMU_WAIT, KIND_MARK,
+    KIND_MERGED_IO, KIND_MERGED_WAIT, KIND_SHIFT,
 };
 use crate::reactor::{Completion, Reactor};
 
@@ -50,12 +51,20 @@ impl Volume {
 
     /// The buffer an operation reads into or writes from, and the pool
     /// buffer it holds a reference to (none for a client write, which
-    /// writes from its request's buffer). Checks the address and the
-    /// buffer's alignment.
+    /// writes from its request's buffer, nor for a client read that reads
+    /// in place). Checks the address and the buffer's alignment.
     pub(super) fn buffer_of(&mut self, ready: &tiermux_core::Ready) -> (*mut u8, Option<u32>) {
         let io = ready.io;
         let bs = self.cfg.block_size;
         let (ptr, buf): (*mut u8, Option<u32>) = match (io.dir, io.purpose) {
+            (Op::Read, tiermux_core::Purpose::Client) if self.reads_in_place(ready) => {
+                let (idx, _, i) = split_tag(ready.tag);
+                let req = self.reqs.get_mut(idx).expect("request of a client read");
+                assert!(i < req.nblocks as usize, "block {i} is outside its request");
+                // SAFETY: as for a client write below: block `i` lies
+                // within the request's buffer, which outlives the read.
+                (unsafe { req.buf.as_mut_ptr().add(i * bs as usize) }, None)
+            }
             (Op::Write, tiermux_core::Purpose::Client) => {
                 let (idx, _, i) = split_tag(ready.tag);
                 let req = self.reqs.get_mut(idx).expect("request of a client write");
@@ -67,6 +76,7 @@ impl Volume {
                 (unsafe { req.buf.as_mut_ptr().add(i * bs as usize) }, None)
             }
             (Op::Write, _) => {
+                assert_ne!(ready.src_payload, IN_PLACE, "a copy of data read in place");
                 let id = ready.src_payload as u32;
                 self.pool.retain(id);
                 (self.pool.bufs[id as usize].as_mut_ptr(), Some(id))
@@ -90,6 +100,19 @@ impl Volume {
             "device I/O buffer unaligned"
         );
         (ptr, buf)
+    }
+
+    /// Whether client read `ready` may read straight into its request's
+    /// buffer: it reads for a client read request (not for the merge of
+    /// a partial write), and no later operation of its plan copies the
+    /// data it returns (a cache fill does, from a pooled buffer).
+    fn reads_in_place(&self, ready: &tiermux_core::Ready) -> bool {
+        if ready.tag == tiermux_core::NO_TAG {
+            return false;
+        }
+        let (idx, rmw, _) = split_tag(ready.tag);
+        !rmw && self.reqs.get(idx).is_some_and(|req| req.op == Op::Read)
+            && !self.dispatcher.feeds_copy(ready.flight, ready.index)
     }
 
     /// Handles a completion whose token belongs to the volume.
@@ -145,10 +168,10 @@ impl Volume {
         let ok = op.result == bs as i32 && !injected;
         if ok {
             self.health.succeeded(op.device);
-            let payload = if op.dir == Op::Read {
-                op.buf.unwrap_or(0) as u64
-            } else {
-                0
+            let payload = match (op.dir, op.buf) {
+                (Op::Read, Some(id)) => id as u64,
+                (Op::Read, None) => IN_PLACE,
+                (Op::Write, _) => 0,
             };
             self.dispatcher.complete(op.flight, op.index, payload);
         } else {

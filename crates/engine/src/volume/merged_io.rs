@@ -24,8 +24,12 @@ pub(super) const MERGE_MAX_BLOCKS: usize = 256;
 pub(super) struct MergedOp {
     /// The blocks' operations (slots in `Volume::ops`), in address order.
     parts: Vec<usize>,
-    /// One buffer per block, in the same order; handed to the kernel.
+    /// One buffer per block, in the same order (for retrying block by
+    /// block).
     iov: Vec<libc::iovec>,
+    /// The same buffers with neighbours in memory joined (blocks read in
+    /// place into one request's buffer); handed to the kernel.
+    joined: Vec<libc::iovec>,
     device: u8,
     dir: Op,
     first_addr: u64,
@@ -70,6 +74,20 @@ pub(super) fn runs(batch: &[Ready], max_blocks: usize) -> Vec<usize> {
         i = j;
     }
     lens
+}
+
+/// `iov` with buffers that follow each other in memory joined into one.
+fn join_neighbours(iov: &[libc::iovec]) -> Vec<libc::iovec> {
+    let mut joined: Vec<libc::iovec> = Vec::with_capacity(iov.len());
+    for v in iov {
+        match joined.last_mut() {
+            Some(last) if last.iov_base as usize + last.iov_len == v.iov_base as usize => {
+                last.iov_len += v.iov_len;
+            }
+            _ => joined.push(*v),
+        }
+    }
+    joined
 }
 
 impl Volume {
@@ -137,9 +155,11 @@ impl Volume {
         }
         self.stats.merged_ops += 1;
         self.stats.merged_blocks += run.len() as u64;
+        let joined = join_neighbours(&iov);
         let slot = self.merged.insert(MergedOp {
             parts,
             iov,
+            joined,
             device: first.device,
             dir: first.dir,
             first_addr: first.addr,
@@ -149,7 +169,7 @@ impl Volume {
             result: 0,
         });
         let m = self.merged.get_mut(slot).expect("merged op just inserted");
-        let (iov, count) = (m.iov.as_ptr(), m.iov.len() as u32);
+        let (iov, count) = (m.joined.as_ptr(), m.joined.len() as u32);
         let offset = first.addr * bs as u64;
         let t = token(KIND_MERGED_IO, slot);
         // SAFETY: every listed buffer outlives the operation (as in
@@ -244,6 +264,28 @@ mod tests {
             src_payload: 0,
             tag: 0,
         }
+    }
+
+    #[test]
+    fn buffers_next_to_each_other_are_joined() {
+        let mut mem = vec![0u8; 5 * 4096];
+        let base = mem.as_mut_ptr();
+        let v = |block: usize| libc::iovec {
+            iov_base: base.wrapping_add(block * 4096).cast(),
+            iov_len: 4096,
+        };
+        let joined = join_neighbours(&[v(0), v(1), v(2), v(4), v(3)]);
+        let spans: Vec<(usize, usize)> = joined
+            .iter()
+            .map(|j| {
+                (
+                    (j.iov_base as usize - base as usize) / 4096,
+                    j.iov_len / 4096,
+                )
+            })
+            .collect();
+        assert_eq!(spans, vec![(0, 3), (4, 1), (3, 1)]);
+        assert!(join_neighbours(&[]).is_empty());
     }
 
     #[test]

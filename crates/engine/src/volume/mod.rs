@@ -64,12 +64,17 @@ const KIND_MERGED_WAIT: u64 = 5;
 /// rest to the front end).
 pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_MERGED_WAIT + 1) << KIND_SHIFT;
 
+/// The payload of a client read that read straight into its request's
+/// buffer (otherwise a read's payload is the pool buffer it filled).
+const IN_PLACE: u64 = u64::MAX;
+
 struct DevOp {
     flight: u32,
     index: tiermux_core::PlanIndex,
     device: u8,
     dir: Op,
-    /// Pool buffer read into or written from; `None` for client writes.
+    /// Pool buffer read into or written from; `None` for client writes and
+    /// for client reads in place.
     buf: Option<u32>,
     submitted_ns: u64,
     deadline_ns: u64,
@@ -473,8 +478,10 @@ impl Volume {
         }
         match (a.access.op, rmw) {
             (Op::Read, false) => {
-                let src = &self.pool.bufs[a.payload as usize];
-                req.buf[i * bs..(i + 1) * bs].copy_from_slice(src);
+                if a.payload != IN_PLACE {
+                    let src = &self.pool.bufs[a.payload as usize];
+                    req.buf[i * bs..(i + 1) * bs].copy_from_slice(src);
+                }
                 req.pending = req
                     .pending
                     .checked_sub(1)
@@ -486,6 +493,7 @@ impl Volume {
             (Op::Read, true) => {
                 // Keep the client's bytes; fill the rest of the block with
                 // its current content.
+                assert_ne!(a.payload, IN_PLACE, "a merge read in place");
                 let src = &self.pool.bufs[a.payload as usize];
                 let block_start = (req.first_block + i as u64) * bs as u64;
                 let ws = req.offset.max(block_start) - block_start;

@@ -124,10 +124,25 @@ struct ReadChunk {
 }
 
 /// Reads longer than this, on a connection with structured replies, are
-/// split into pieces of this size at offsets that are multiples of it.
+/// split into pieces of this size (or a multiple of it, see
+/// [`MAX_READ_PIECES`]) at offsets that are multiples of the piece size.
 /// Each piece's chunk goes to the client as soon as its device reads
 /// complete, so sending the first overlaps reading the rest.
 pub const READ_PIECE_BYTES: u64 = 256 << 10;
+
+/// The most pieces a read is split into: a longer read gets longer pieces.
+/// Each piece holds a buffer of its own, and more than a few of one size
+/// at once outgrow the thread's spare buffers, so that every piece's
+/// buffer is fresh memory that faults page by page (a 32 MiB read in 128
+/// pieces took twice the CPU of one in 8).
+pub const MAX_READ_PIECES: u64 = 8;
+
+/// The piece size of a read of `len` bytes: [`READ_PIECE_BYTES`], or the
+/// multiple of it that keeps the read within [`MAX_READ_PIECES`] pieces
+/// (one more when the read is not aligned to it).
+pub fn read_piece_bytes(len: u64) -> u64 {
+    READ_PIECE_BYTES * len.div_ceil(READ_PIECE_BYTES * MAX_READ_PIECES).max(1)
+}
 
 impl Connection for Conn {
     fn wire(&self) -> &Wire {
@@ -704,7 +719,7 @@ fn start_request(
 
 /// Starts a read whose reply is structured: in one piece when it is short
 /// or the client asked for one chunk ("don't fragment"), else in pieces
-/// of [`READ_PIECE_BYTES`], each answered by its own chunk.
+/// of [`read_piece_bytes`], each answered by its own chunk.
 fn start_read_in_chunks(
     c: &mut Conn,
     h: &RequestHeader,
@@ -714,19 +729,21 @@ fn start_read_in_chunks(
     ctx: &mut Ctx<'_>,
 ) {
     let end = offset + len as u64;
-    let whole = h.flags & proto::CMD_FLAG_DF != 0 || len as u64 <= READ_PIECE_BYTES;
+    let piece = read_piece_bytes(len as u64);
+    let whole = h.flags & proto::CMD_FLAG_DF != 0 || len as u64 <= piece;
     let pieces = if whole {
         1
     } else {
-        end.div_ceil(READ_PIECE_BYTES) - offset / READ_PIECE_BYTES
+        end.div_ceil(piece) - offset / piece
     };
+    assert!(pieces <= MAX_READ_PIECES + 1, "{pieces} pieces");
     let split = (pieces > 1).then(|| ctx.split_reads.insert(pieces as u32));
     let mut at = offset;
     loop {
         let piece_end = if whole {
             end
         } else {
-            ((at / READ_PIECE_BYTES + 1) * READ_PIECE_BYTES).min(end)
+            ((at / piece + 1) * piece).min(end)
         };
         let piece_len = piece_end - at;
         let id = ctx.pending.insert(Pending {
@@ -744,5 +761,19 @@ fn start_read_in_chunks(
         if at >= end {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_reads_get_longer_pieces() {
+        let kib = 1u64 << 10;
+        assert_eq!(read_piece_bytes(4 * kib), 256 * kib);
+        assert_eq!(read_piece_bytes(2048 * kib), 256 * kib);
+        assert_eq!(read_piece_bytes(2048 * kib + 1), 512 * kib);
+        assert_eq!(read_piece_bytes(32 << 20), 4 << 20);
     }
 }

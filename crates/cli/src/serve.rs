@@ -34,6 +34,7 @@ fn open(
     reactor.set_spin_ns(cfg.spin_us * 1000);
     let mut reactor = wrap(reactor)?;
     let vol = Volume::open(cfg, reactor.as_mut())?;
+    let all_files_in_memory = vol.devices().iter().all(|d| d.memory_backed);
     let mut server = Server::new(
         cfg.listen.clone(),
         Export {
@@ -41,6 +42,7 @@ fn open(
             size_bytes: vol.size_bytes(),
             preferred_block: vol.block_size(),
             max_request: MAX_REQUEST_BYTES,
+            structured_replies: cfg.offers_structured_replies(all_files_in_memory),
         },
     );
     let shown = server

@@ -217,7 +217,9 @@ fn read_back_in_chunks(name: &str, s: &Served, reads: &[(usize, usize)], model: 
 /// still arrives.
 #[test]
 fn a_failed_piece_of_a_large_read_is_reported_at_its_offset() {
-    let config = with_devices(
+    // A plain file in memory: structured replies only when asked for.
+    let config = "structured_replies = true\n".to_string()
+        + &with_devices(
         "[[device]]\nname = \"disk\"\npath = \"disk.img\"\n[device.faults]\nread_error_rate = 0.08\n\n[policy]\nname = \"passthrough\"\n\n",
     );
     let dir = data_dir_with("large-faults", &config);

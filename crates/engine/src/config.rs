@@ -11,6 +11,11 @@
 //! spin_us = 50             # the event loop polls this long before it sleeps
 //!                          # while requests keep coming (0: never; io_uring;
 //!                          # default 50, or 0 when a device is emulated)
+//! structured_replies = true  # NBD: offer structured replies, with which a large
+//!                          # read is sent in pieces as they are read (default:
+//!                          # offered unless every device is a file in memory
+//!                          # without emulated timing, where reads complete at
+//!                          # once and the chunks only cost the client time)
 //!
 //! [[device]]               # fastest first; the last one holds the volume
 //! name = "fast"
@@ -141,6 +146,8 @@ struct VolumeFile {
     #[serde(default)]
     spin_us: Option<u64>,
     #[serde(default)]
+    structured_replies: Option<bool>,
+    #[serde(default)]
     device: Vec<DeviceFile>,
     policy: BTreeMap<String, toml::Value>,
     #[serde(default)]
@@ -209,6 +216,13 @@ pub struct DeviceConfig {
     pub faults: Option<crate::faults::FaultSpec>,
 }
 
+impl DeviceConfig {
+    /// Whether the device has emulated timing (a profile or an array).
+    pub fn emulated(&self) -> bool {
+        self.profile.is_some() || self.array.is_some()
+    }
+}
+
 /// A resolved volume configuration.
 #[derive(Clone, Debug)]
 pub struct VolumeConfig {
@@ -239,6 +253,9 @@ pub struct VolumeConfig {
     /// How long the event loop polls for completions before it sleeps,
     /// while they keep coming, µs ([`crate::reactor::Reactor::set_spin_ns`]).
     pub spin_us: u64,
+    /// Whether the NBD server offers structured replies; `None`: decided
+    /// by [`VolumeConfig::offers_structured_replies`].
+    pub structured_replies: Option<bool>,
 }
 
 /// Default of [`VolumeConfig::spin_us`]: on the 2-core virtual machines of
@@ -284,9 +301,7 @@ impl VolumeConfig {
         let devices = parse_devices(&f, size_bytes, block_size, data_dir)?;
         let (policy, params) = parse_policy(&f.policy)?;
         let reactor = parse_reactor(f.reactor.as_deref())?;
-        let emulated = devices
-            .iter()
-            .any(|d| d.profile.is_some() || d.array.is_some());
+        let emulated = devices.iter().any(DeviceConfig::emulated);
         let spin_us = f
             .spin_us
             .unwrap_or(if emulated { 0 } else { DEFAULT_SPIN_US });
@@ -309,7 +324,19 @@ impl VolumeConfig {
             params,
             volatile_ok: f.volatile_ok,
             spin_us,
+            structured_replies: f.structured_replies,
         })
+    }
+
+    /// Whether the NBD server offers structured replies, given whether
+    /// every device's file turned out to be in memory: as configured, else
+    /// when a read can wait on a device (a file on a disk, or emulated
+    /// timing). A volume whose reads all complete at once gains nothing
+    /// from sending a read in pieces, and its clients pay for parsing
+    /// chunks (`docs/performance.md`).
+    pub fn offers_structured_replies(&self, all_files_in_memory: bool) -> bool {
+        self.structured_replies
+            .unwrap_or(!all_files_in_memory || self.devices.iter().any(DeviceConfig::emulated))
     }
 
     /// Reads and parses a config file.
@@ -481,6 +508,24 @@ write_mode = "wb"
             VolumeConfig::parse(&off, Path::new("/d")).unwrap().spin_us,
             0
         );
+        // Structured replies: offered when a read can wait on a device.
+        let c = VolumeConfig::parse(GOOD, Path::new("/d")).unwrap();
+        assert!(c.offers_structured_replies(true), "emulated");
+        let c = VolumeConfig::parse(&plain, Path::new("/d")).unwrap();
+        assert!(c.offers_structured_replies(false), "a file on a disk");
+        assert!(!c.offers_structured_replies(true), "files in memory");
+        let on = plain.replace(
+            "size = \"1MiB\"",
+            "size = \"1MiB\"\nstructured_replies = true",
+        );
+        let c = VolumeConfig::parse(&on, Path::new("/d")).unwrap();
+        assert!(c.offers_structured_replies(true));
+        let off = GOOD.replace(
+            "size = \"1MiB\"",
+            "size = \"1MiB\"\nstructured_replies = false",
+        );
+        let c = VolumeConfig::parse(&off, Path::new("/d")).unwrap();
+        assert!(!c.offers_structured_replies(false));
     }
 
     #[test]

@@ -29,6 +29,7 @@ fn export(size_bytes: u64) -> Export {
         size_bytes,
         preferred_block: 4096,
         max_request: MAX_REQUEST_BYTES,
+        structured_replies: true,
     }
 }
 

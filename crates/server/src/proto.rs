@@ -139,6 +139,8 @@ pub struct Export {
     pub preferred_block: u32,
     /// Largest request, bytes.
     pub max_request: u32,
+    /// Whether structured replies are offered to clients that ask.
+    pub structured_replies: bool,
 }
 
 /// How a handshake ended.
@@ -320,6 +322,15 @@ fn answer_option<S: Read + Write>(
             option_reply(s, option, REP_INFO, &info_block_size(export))?;
             option_reply(s, option, REP_ACK, &[])?;
             Ok((option == OPT_GO).then(|| session.transmission()))
+        }
+        OPT_STRUCTURED_REPLY if !export.structured_replies => {
+            option_reply(
+                s,
+                option,
+                REP_ERR_UNSUP,
+                b"structured replies are not offered",
+            )?;
+            Ok(None)
         }
         OPT_STRUCTURED_REPLY => {
             if !data.is_empty() {
@@ -519,6 +530,7 @@ mod tests {
             size_bytes: 1 << 30,
             preferred_block: 4096,
             max_request: 32 << 20,
+            structured_replies: true,
         }
     }
 
@@ -676,6 +688,24 @@ mod tests {
         let flags = u16::from_be_bytes(out[at..at + 2].try_into().unwrap());
         assert_eq!(flags, TRANSMISSION_FLAGS | FLAG_SEND_DF);
         assert_eq!(transmission_flags(false) & FLAG_SEND_DF, 0);
+        // An export that does not offer them refuses, and the client goes
+        // on without them.
+        let mut input = 3u32.to_be_bytes().to_vec();
+        input.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+        input.extend(go("", &[]));
+        let mut s = Scripted {
+            input: Cursor::new(input),
+            output: Vec::new(),
+        };
+        let plain_export = Export {
+            structured_replies: false,
+            ..export()
+        };
+        assert_eq!(handshake(&mut s, &plain_export).unwrap(), PLAIN);
+        assert_eq!(
+            replies(&s.output)[0],
+            (OPT_STRUCTURED_REPLY, REP_ERR_UNSUP, 34)
+        );
     }
 
     #[test]

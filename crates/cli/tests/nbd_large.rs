@@ -17,7 +17,7 @@ mod nbd_served;
 use nbd_served::*;
 #[path = "common/nbd_wire.rs"]
 mod nbd_wire;
-use nbd_wire::{chunk, connect, connect_with, reply, request, Chunk};
+use nbd_wire::{chunk, connect, connect_asking, connect_with, reply, request, Chunk};
 
 const WRITE: u16 = 1;
 const READ: u16 = 0;
@@ -278,4 +278,52 @@ fn a_failed_piece_of_a_large_read_is_reported_at_its_offset() {
     );
     s.stop();
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Structured replies are offered only where a read can wait on a device:
+/// not on a plain file in memory (unless the config asks), but on an
+/// emulated device in memory. Refused, the client reads with simple
+/// replies.
+#[test]
+fn structured_replies_are_offered_where_reads_wait_on_a_device() {
+    let plain =
+        "[[device]]\nname = \"disk\"\npath = \"disk.img\"\n\n[policy]\nname = \"passthrough\"\n\n";
+    let emulated = plain.replace("disk.img\"\n", "disk.img\"\nprofile = \"slow-test\"\n");
+    for (tag, config, want) in [
+        ("plain", with_devices(plain), !in_memory()),
+        (
+            "asked",
+            "structured_replies = true\n".to_string() + &with_devices(plain),
+            true,
+        ),
+        ("emulated", with_devices(&emulated), true),
+    ] {
+        let dir = data_dir_with(&format!("offer-{tag}"), &config);
+        let s = Served::start(&dir);
+        let (mut c, agreed) = connect_asking(&s.sock(), true);
+        assert_eq!(agreed, want, "{tag}");
+        c.write_all(&request(READ, 0, 1, 0, 1 << 20)).unwrap();
+        if agreed {
+            let mut got = 0;
+            loop {
+                let ch = chunk(&mut c).unwrap();
+                got += ch.data.len();
+                if ch.done {
+                    break;
+                }
+            }
+            assert_eq!(got, 1 << 20, "{tag}");
+        } else {
+            let (_, err, data) = reply(&mut c, 1 << 20).unwrap();
+            assert_eq!((err, data.len()), (0, 1 << 20), "{tag}");
+        }
+        s.stop();
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+/// Whether the test volumes' files are in memory (`data_dir_with` puts
+/// them in /dev/shm when it exists).
+fn in_memory() -> bool {
+    std::path::Path::new("/dev/shm").is_dir()
 }

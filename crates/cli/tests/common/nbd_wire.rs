@@ -15,11 +15,21 @@ pub fn connect(sock: &Path) -> UnixStream {
 /// server must agree).
 #[allow(dead_code)]
 pub fn connect_with(sock: &Path, structured: bool) -> UnixStream {
+    let (s, agreed) = connect_asking(sock, structured);
+    assert_eq!(agreed, structured, "structured replies refused");
+    s
+}
+
+/// Connects, asking for structured replies first when `structured`;
+/// returns whether the server agreed.
+#[allow(dead_code)]
+pub fn connect_asking(sock: &Path, structured: bool) -> (UnixStream, bool) {
     let mut s = UnixStream::connect(sock).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut hello = [0u8; 18];
     s.read_exact(&mut hello).unwrap();
     s.write_all(&3u32.to_be_bytes()).unwrap();
+    let mut agreed = false;
     if structured {
         let mut opt = 0x4948_4156_454F_5054u64.to_be_bytes().to_vec();
         opt.extend_from_slice(&8u32.to_be_bytes());
@@ -28,7 +38,11 @@ pub fn connect_with(sock: &Path, structured: bool) -> UnixStream {
         let mut h = [0u8; 20];
         s.read_exact(&mut h).unwrap();
         let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
-        assert_eq!(kind, 1, "structured replies refused");
+        let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
+        let mut message = vec![0u8; len as usize];
+        s.read_exact(&mut message).unwrap();
+        agreed = kind == 1;
+        assert!(agreed || kind == (1 << 31) | 1, "reply type {kind:#x}");
     }
     let mut go = 0x4948_4156_454F_5054u64.to_be_bytes().to_vec();
     go.extend_from_slice(&7u32.to_be_bytes());
@@ -43,7 +57,7 @@ pub fn connect_with(sock: &Path, structured: bool) -> UnixStream {
         let mut d = vec![0u8; len as usize];
         s.read_exact(&mut d).unwrap();
         if kind == 1 {
-            return s;
+            return (s, agreed);
         }
         assert!(kind < 1 << 31, "GO failed with reply type {kind:#x}");
     }

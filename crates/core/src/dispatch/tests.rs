@@ -33,27 +33,29 @@ fn ready(d: &mut Dispatcher) -> Vec<Ready> {
 /// A read that fails beside another reader of the same block leaves
 /// the clean cached copy until the other reader is done, then drops it
 /// (the block is read from home afterwards).
-#[test]
-fn a_failed_shared_read_is_repaired_when_the_last_reader_leaves() {
+/// Classic caching of 100 blocks: a 10-block cache over home.
+fn classic_over_home() -> Dispatcher {
     use crate::policy::{DeviceRole, DeviceSpec, VolumeSpec};
+    let device = |name: &str, capacity_blocks, role| DeviceSpec {
+        name: name.into(),
+        capacity_blocks,
+        role,
+    };
     let vol = VolumeSpec {
         num_blocks: 100,
         block_size: 4096,
         devices: vec![
-            DeviceSpec {
-                name: "fast".into(),
-                capacity_blocks: 10,
-                role: DeviceRole::Cache,
-            },
-            DeviceSpec {
-                name: "slow".into(),
-                capacity_blocks: 100,
-                role: DeviceRole::Home,
-            },
+            device("fast", 10, DeviceRole::Cache),
+            device("slow", 100, DeviceRole::Home),
         ],
     };
     let policy = crate::build_policy("classic", &crate::Params::new(), &vol, 1).unwrap();
-    let mut d = Dispatcher::new(policy, 1);
+    Dispatcher::new(policy, 1)
+}
+
+#[test]
+fn a_failed_shared_read_is_repaired_when_the_last_reader_leaves() {
+    let mut d = classic_over_home();
     assert!(d.warm(7));
     let read = Access {
         block: 7,
@@ -210,22 +212,7 @@ fn a_reader_may_write_only_while_it_reads_alone() {
 /// feeds nothing.
 #[test]
 fn a_read_feeds_a_copy_only_when_a_later_write_copies_it() {
-    use crate::policy::{DeviceRole, DeviceSpec, VolumeSpec};
-    let device = |name: &str, capacity_blocks, role| DeviceSpec {
-        name: name.into(),
-        capacity_blocks,
-        role,
-    };
-    let vol = VolumeSpec {
-        num_blocks: 100,
-        block_size: 4096,
-        devices: vec![
-            device("fast", 10, DeviceRole::Cache),
-            device("slow", 100, DeviceRole::Home),
-        ],
-    };
-    let policy = crate::build_policy("classic", &crate::Params::new(), &vol, 1).unwrap();
-    let mut d = Dispatcher::new(policy, 1);
+    let mut d = classic_over_home();
     let read = Access {
         block: 3,
         op: Op::Read,

@@ -31,36 +31,40 @@ pub fn connect_asking(sock: &Path, structured: bool) -> (UnixStream, bool) {
     s.write_all(&3u32.to_be_bytes()).unwrap();
     let mut agreed = false;
     if structured {
-        let mut opt = 0x4948_4156_454F_5054u64.to_be_bytes().to_vec();
-        opt.extend_from_slice(&8u32.to_be_bytes());
-        opt.extend_from_slice(&0u32.to_be_bytes());
-        s.write_all(&opt).unwrap();
-        let mut h = [0u8; 20];
-        s.read_exact(&mut h).unwrap();
-        let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
-        let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
-        let mut message = vec![0u8; len as usize];
-        s.read_exact(&mut message).unwrap();
+        send_option(&mut s, 8, &[]);
+        let kind = option_reply(&mut s);
         agreed = kind == 1;
         assert!(agreed || kind == (1 << 31) | 1, "reply type {kind:#x}");
     }
-    let mut go = 0x4948_4156_454F_5054u64.to_be_bytes().to_vec();
-    go.extend_from_slice(&7u32.to_be_bytes());
-    go.extend_from_slice(&6u32.to_be_bytes());
-    go.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
-    s.write_all(&go).unwrap();
+    // GO: the default export (no name), no information requests.
+    send_option(&mut s, 7, &[0; 6]);
     loop {
-        let mut h = [0u8; 20];
-        s.read_exact(&mut h).unwrap();
-        let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
-        let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
-        let mut d = vec![0u8; len as usize];
-        s.read_exact(&mut d).unwrap();
+        let kind = option_reply(&mut s);
         if kind == 1 {
             return (s, agreed);
         }
         assert!(kind < 1 << 31, "GO failed with reply type {kind:#x}");
     }
+}
+
+/// Sends handshake option `option` with `data`.
+fn send_option(s: &mut UnixStream, option: u32, data: &[u8]) {
+    let mut m = 0x4948_4156_454F_5054u64.to_be_bytes().to_vec();
+    m.extend_from_slice(&option.to_be_bytes());
+    m.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    m.extend_from_slice(data);
+    s.write_all(&m).unwrap();
+}
+
+/// Reads one option reply; returns its type (its data is skipped).
+fn option_reply(s: &mut UnixStream) -> u32 {
+    let mut h = [0u8; 20];
+    s.read_exact(&mut h).unwrap();
+    let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
+    let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
+    let mut data = vec![0u8; len as usize];
+    s.read_exact(&mut data).unwrap();
+    kind
 }
 
 pub fn request(kind: u16, flags: u16, handle: u64, offset: u64, len: u32) -> Vec<u8> {

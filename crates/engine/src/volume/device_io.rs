@@ -55,26 +55,11 @@ impl Volume {
     /// in place). Checks the address and the buffer's alignment.
     pub(super) fn buffer_of(&mut self, ready: &tiermux_core::Ready) -> (*mut u8, Option<u32>) {
         let io = ready.io;
-        let bs = self.cfg.block_size;
         let (ptr, buf): (*mut u8, Option<u32>) = match (io.dir, io.purpose) {
             (Op::Read, tiermux_core::Purpose::Client) if self.reads_in_place(ready) => {
-                let (idx, _, i) = split_tag(ready.tag);
-                let req = self.reqs.get_mut(idx).expect("request of a client read");
-                assert!(i < req.nblocks as usize, "block {i} is outside its request");
-                // SAFETY: as for a client write below: block `i` lies
-                // within the request's buffer, which outlives the read.
-                (unsafe { req.buf.as_mut_ptr().add(i * bs as usize) }, None)
+                (self.block_of_request(ready.tag), None)
             }
-            (Op::Write, tiermux_core::Purpose::Client) => {
-                let (idx, _, i) = split_tag(ready.tag);
-                let req = self.reqs.get_mut(idx).expect("request of a client write");
-                assert!(i < req.nblocks as usize, "block {i} is outside its request");
-                // SAFETY: the offset stays within the request's buffer
-                // (block `i` < nblocks, asserted), which lives until the
-                // request finishes, after all its flights (and so this
-                // write) did.
-                (unsafe { req.buf.as_mut_ptr().add(i * bs as usize) }, None)
-            }
+            (Op::Write, tiermux_core::Purpose::Client) => (self.block_of_request(ready.tag), None),
             (Op::Write, _) => {
                 assert_ne!(ready.src_payload, IN_PLACE, "a copy of data read in place");
                 let id = ready.src_payload as u32;
@@ -100,6 +85,22 @@ impl Volume {
             "device I/O buffer unaligned"
         );
         (ptr, buf)
+    }
+
+    /// Where the block of the client request that `tag` names lies in the
+    /// request's buffer (a client write's data, or a read in place).
+    fn block_of_request(&mut self, tag: u64) -> *mut u8 {
+        let bs = self.cfg.block_size as usize;
+        let (idx, _, i) = split_tag(tag);
+        let req = self
+            .reqs
+            .get_mut(idx)
+            .expect("request of a client operation");
+        assert!(i < req.nblocks as usize, "block {i} is outside its request");
+        // SAFETY: the offset stays within the request's buffer (block `i` <
+        // nblocks, asserted), which lives until the request finishes, after
+        // all its flights (and so this operation) did.
+        unsafe { req.buf.as_mut_ptr().add(i * bs) }
     }
 
     /// Whether client read `ready` may read straight into its request's

@@ -172,7 +172,8 @@ pub struct CacheStats {
     pub gets: u64,
     /// GETs answered from DRAM.
     pub dram_hits: u64,
-    /// GETs answered from flash.
+    /// GETs answered from flash: read from the volume, or from a region
+    /// buffer not yet written.
     pub flash_hits: u64,
     /// SETs done.
     pub sets: u64,

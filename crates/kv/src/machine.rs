@@ -43,10 +43,14 @@ pub struct Summary {
     /// GETs answered from DRAM (the cache's DRAM; the store's values not
     /// yet on the volume).
     pub dram_hits: u64,
-    /// GETs answered from the volume.
+    /// GETs answered from flash: the cache's flash caches (the volume, or
+    /// a region buffer not yet written); the store's volume.
     pub flash_hits: u64,
     /// SETs done.
     pub sets: u64,
+    /// Reads of the volume issued to answer commands: the cache's bucket
+    /// and region reads, the store's record reads.
+    pub volume_reads: u64,
 }
 
 impl Machine {
@@ -133,6 +137,7 @@ impl Machine {
                     dram_hits: s.dram_hits,
                     flash_hits: s.flash_hits,
                     sets: s.sets,
+                    volume_reads: s.soc.reads + s.loc.reads,
                 }
             }
             Machine::Store(s) => {
@@ -142,6 +147,7 @@ impl Machine {
                     dram_hits: t.pending_hits,
                     flash_hits: t.get_hits - t.pending_hits,
                     sets: t.puts,
+                    volume_reads: t.record_reads,
                 }
             }
         }

@@ -169,6 +169,8 @@ pub struct StoreStats {
     pub pending_hits: u64,
     /// Puts answered as stored.
     pub puts: u64,
+    /// Record reads issued for GETs and scans.
+    pub record_reads: u64,
     /// Deletes that removed a key.
     pub dels: u64,
     /// Scans answered.
@@ -627,6 +629,7 @@ impl Store {
                 len_bytes: r.len as u32,
             },
         );
+        self.stats.record_reads += 1;
         self.reads.insert(id, r);
     }
 

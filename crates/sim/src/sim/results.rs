@@ -144,10 +144,13 @@ pub struct KvResult {
     pub gets: u64,
     /// GETs answered from DRAM in the steady state.
     pub dram_hits: u64,
-    /// GETs answered from flash in the steady state.
+    /// GETs answered from flash in the steady state (for the cache, from
+    /// the volume or from a region buffer not yet written).
     pub flash_hits: u64,
     /// SETs in the steady state.
     pub sets: u64,
+    /// Reads of the volume the key-value layer issued in the steady state.
+    pub volume_reads: u64,
     /// SETs refused in the steady state ("the store is full").
     pub refused: u64,
 }
@@ -286,6 +289,7 @@ impl Simulator {
                 dram_hits: now.dram_hits - then.dram_hits,
                 flash_hits: now.flash_hits - then.flash_hits,
                 sets: now.sets - then.sets,
+                volume_reads: now.volume_reads - then.volume_reads,
                 refused: kv.refused - kv.refused_at_warmup,
             }
         });

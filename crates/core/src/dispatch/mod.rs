@@ -172,6 +172,14 @@ struct LockState {
 }
 
 impl LockState {
+    /// The state of a block just locked by one holder.
+    fn held(exclusive: bool) -> LockState {
+        LockState {
+            readers: (!exclusive) as u32,
+            writer: exclusive,
+            waiters: VecDeque::new(),
+        }
+    }
     fn can_grant(&self, exclusive: bool) -> bool {
         if exclusive {
             !self.writer && self.readers == 0
@@ -678,7 +686,15 @@ impl Dispatcher {
         let end = a.work.end();
         assert!(a.work.block() < end, "work covers no block");
         while a.next < end {
-            let st = self.locks.0.entry(a.next).or_default();
+            let st = match self.locks.0.entry(a.next) {
+                // A free block: its state is made held, never read back.
+                MapEntry::Vacant(v) => {
+                    v.insert(LockState::held(exclusive));
+                    a.next += 1;
+                    continue;
+                }
+                MapEntry::Occupied(o) => o.into_mut(),
+            };
             if st.waiters.is_empty() && st.can_grant(exclusive) {
                 st.hold(exclusive);
                 a.next += 1;

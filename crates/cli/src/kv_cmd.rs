@@ -68,6 +68,8 @@ struct KvTable {
     region_buffers: Option<u32>,
     /// Discard (TRIM) each evicted region on the volume (default true).
     trim_regions: Option<bool>,
+    /// Items that may wait for a large-object region ("256MiB").
+    insert_queue: Option<String>,
     /// Store: bytes of each key-index checkpoint slot ("32MiB").
     index: Option<String>,
     /// Store: checkpoint after this much log ("64MiB"; default an eighth
@@ -86,6 +88,7 @@ impl KvTable {
             (self.region.is_some(), "region"),
             (self.region_buffers.is_some(), "region_buffers"),
             (self.trim_regions.is_some(), "trim_regions"),
+            (self.insert_queue.is_some(), "insert_queue"),
         ]
         .into_iter()
         .find_map(|(set, name)| set.then_some(name))
@@ -112,6 +115,7 @@ impl KvTable {
             region_bytes: u32::try_from(region).context("kv.region: larger than 4 GiB")?,
             region_buffers: self.region_buffers.unwrap_or(d.region_buffers),
             trim_regions: self.trim_regions.unwrap_or(d.trim_regions),
+            insert_queue_bytes: size("insert_queue", &self.insert_queue, d.insert_queue_bytes)?,
             generation: start_generation(),
         })
     }
@@ -306,7 +310,10 @@ mod tests {
     fn the_example_configs_load() {
         let dir = std::env::temp_dir();
         let (_, cache, _) = load(&example("kv-cache.toml"), &dir).expect("kv-cache.toml");
-        assert!(matches!(cache, MachineConfig::Cache(_)));
+        let MachineConfig::Cache(c) = cache else {
+            panic!("a cache")
+        };
+        assert_eq!(c.insert_queue_bytes, 16 << 20);
         let (_, store, listen) = load(&example("kv-store.toml"), &dir).expect("kv-store.toml");
         let MachineConfig::Store(s) = store else {
             panic!("a store")

@@ -39,6 +39,10 @@ pub struct CacheConfig {
     pub region_buffers: u32,
     /// Discard (TRIM) each evicted region on the volume before reusing it.
     pub trim_regions: bool,
+    /// Bytes of items that may wait for a large-object region when none
+    /// can take them now (CacheLib's parcel memory); past it, an item
+    /// DRAM evicts is dropped.
+    pub insert_queue_bytes: u64,
     /// Tells this cache's buckets from those an earlier run left.
     pub generation: u64,
 }
@@ -53,6 +57,7 @@ impl Default for CacheConfig {
             region_bytes: 1 << 20,
             region_buffers: 4,
             trim_regions: true,
+            insert_queue_bytes: 256 << 20,
             generation: 1,
         }
     }
@@ -218,6 +223,7 @@ impl Cache {
                 cfg.regions() as u32,
                 cfg.region_buffers,
                 cfg.trim_regions,
+                cfg.insert_queue_bytes,
             )
         });
         Ok(Cache {
@@ -298,7 +304,7 @@ impl Cache {
                 .as_mut()
                 .expect("a completion for a cache without regions");
             assert!(
-                loc.complete(id, result, &mut self.found),
+                loc.complete(id, result, &mut self.io, &mut self.found),
                 "completion of unknown request {id}"
             );
         }
@@ -490,7 +496,7 @@ impl Cache {
             }
         }
         if let Some(loc) = self.loc.as_mut() {
-            self.stats.to_loc += loc.insert(&key, &it.value, it.expires_at_ms, &mut self.io) as u64;
+            self.stats.to_loc += loc.insert(key, it.value, it.expires_at_ms, &mut self.io) as u64;
         }
     }
 }

@@ -11,6 +11,14 @@
 //! buffer; a sealed region with reads in flight is not evicted, so a read
 //! always finds the bytes it was sent for. The item's key and checksum are
 //! verified on every read all the same.
+//!
+//! An insert that finds no region to append to (every buffer being
+//! written, or no clean region yet) waits in a queue and is appended when
+//! a buffer frees, as CacheLib reschedules an insert its allocator asks to
+//! retry; it is rejected only when the queue's bytes would pass
+//! `max_waiting_bytes` (CacheLib's parcel memory). A waiting item is not
+//! found by lookups (CacheLib's navy does not see puts in flight either),
+//! and a newer insert or a removal of its key cancels it.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -51,6 +59,17 @@ struct Slot {
     len: u32,
 }
 
+/// An insert waiting for a region to append to.
+#[derive(Debug)]
+struct Waiting {
+    hash: u64,
+    /// Tells this insert from a later one of the same hash.
+    seq: u64,
+    key: Bytes,
+    value: Bytes,
+    expires_at_ms: u64,
+}
+
 #[derive(Debug)]
 enum Pending {
     Flush(u32),
@@ -75,7 +94,9 @@ pub struct LocStats {
     pub evictions: u64,
     /// Evicted regions discarded on the volume.
     pub trims: u64,
-    /// Items not stored because every region buffer was busy.
+    /// Inserts that waited for a region buffer.
+    pub queued: u64,
+    /// Items not stored: no region to append to, and the wait queue full.
     pub dropped: u64,
     /// Storage requests that failed.
     pub io_errors: u64,
@@ -96,19 +117,30 @@ pub struct Loc {
     max_buffers: u32,
     flushing: u32,
     ios: HashMap<IoId, Pending>,
+    /// Inserts waiting for a region, oldest first; cancelled ones stay
+    /// until they reach the front.
+    waiting: VecDeque<Waiting>,
+    /// The live waiting insert of each hash: its `seq` and encoded bytes.
+    waiting_live: HashMap<u64, (u64, u32)>,
+    /// Encoded bytes of the live waiting inserts.
+    waiting_bytes: u64,
+    max_waiting_bytes: u64,
+    next_seq: u64,
     stats: LocStats,
 }
 
 impl Loc {
     /// An empty cache of `regions` regions of `region_bytes` from byte
     /// `base`, with at most `max_buffers` regions in DRAM (the open one and
-    /// those being written); `trim_regions` discards evicted regions.
+    /// those being written); `trim_regions` discards evicted regions;
+    /// inserts wait for a region up to `max_waiting_bytes` of items.
     pub fn new(
         base: u64,
         region_bytes: u32,
         regions: u32,
         max_buffers: u32,
         trim_regions: bool,
+        max_waiting_bytes: u64,
     ) -> Loc {
         assert!(
             base.is_multiple_of(BLOCK_BYTES) && (region_bytes as u64).is_multiple_of(BLOCK_BYTES)
@@ -137,6 +169,11 @@ impl Loc {
             max_buffers,
             flushing: 0,
             ios: HashMap::new(),
+            waiting: VecDeque::new(),
+            waiting_live: HashMap::new(),
+            waiting_bytes: 0,
+            max_waiting_bytes,
+            next_seq: 0,
             stats: LocStats::default(),
         }
     }
@@ -156,16 +193,24 @@ impl Loc {
         self.index.contains_key(&crate::hash_key(key))
     }
 
-    /// Forgets `key`.
+    /// Forgets `key`, and cancels its waiting insert.
     pub fn remove(&mut self, key: &[u8]) {
-        self.index.remove(&crate::hash_key(key));
+        let hash = crate::hash_key(key);
+        self.index.remove(&hash);
+        self.cancel_waiting(hash);
     }
 
-    /// Appends an item; false if it was dropped (every buffer busy).
+    /// Encoded bytes of the inserts waiting for a region.
+    pub fn waiting_bytes(&self) -> u64 {
+        self.waiting_bytes
+    }
+
+    /// Appends an item, or queues it until a region can take it; false if
+    /// it was dropped (no region, and the queue full).
     pub fn insert(
         &mut self,
-        key: &[u8],
-        value: &[u8],
+        key: Bytes,
+        value: Bytes,
         expires_at_ms: u64,
         io: &mut IoQueue,
     ) -> bool {
@@ -174,33 +219,105 @@ impl Loc {
             len <= self.max_item_bytes(),
             "an item of {len} bytes for a region"
         );
-        let hash = crate::hash_key(key);
+        let hash = crate::hash_key(&key);
         self.index.remove(&hash);
+        self.cancel_waiting(hash);
+        self.drain_waiting(io);
+        if self.waiting.is_empty() {
+            if let Some(r) = self.room_for(len, io) {
+                self.append(r, hash, &key, &value, expires_at_ms);
+                return true;
+            }
+        }
+        if self.waiting_bytes + len as u64 > self.max_waiting_bytes {
+            self.stats.dropped += 1;
+            return false;
+        }
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        self.waiting_live.insert(hash, (seq, len as u32));
+        self.waiting_bytes += len as u64;
+        self.waiting.push_back(Waiting {
+            hash,
+            seq,
+            key,
+            value,
+            expires_at_ms,
+        });
+        self.stats.queued += 1;
+        self.compact_waiting();
+        true
+    }
+
+    /// Drops the waiting insert of `hash`, if any. It stays in the queue,
+    /// dead, until it reaches the front or the queue is compacted.
+    fn cancel_waiting(&mut self, hash: u64) {
+        if let Some((_, len)) = self.waiting_live.remove(&hash) {
+            self.waiting_bytes -= len as u64;
+            self.compact_waiting();
+        }
+    }
+
+    /// Removes the dead inserts from the queue once they outnumber the
+    /// live ones (and 16), so that its memory stays within twice the live
+    /// inserts'.
+    fn compact_waiting(&mut self) {
+        if self.waiting.len() > 2 * self.waiting_live.len() + 16 {
+            let live = &self.waiting_live;
+            self.waiting
+                .retain(|w| live.get(&w.hash).is_some_and(|&(seq, _)| seq == w.seq));
+            assert_eq!(self.waiting.len(), self.waiting_live.len());
+        }
+    }
+
+    /// Appends waiting inserts, oldest first, while a region takes them.
+    fn drain_waiting(&mut self, io: &mut IoQueue) {
+        while let Some(w) = self.waiting.front() {
+            let len = match self.waiting_live.get(&w.hash) {
+                Some(&(seq, len)) if seq == w.seq => len,
+                // Cancelled.
+                _ => {
+                    self.waiting.pop_front();
+                    continue;
+                }
+            };
+            let Some(r) = self.room_for(len as usize, io) else {
+                return;
+            };
+            let w = self.waiting.pop_front().expect("the front item");
+            self.waiting_live.remove(&w.hash);
+            self.waiting_bytes -= len as u64;
+            self.append(r, w.hash, &w.key, &w.value, w.expires_at_ms);
+        }
+        assert_eq!(self.waiting_bytes, 0, "bytes counted for no waiting insert");
+    }
+
+    /// The open region, sealed and replaced first if `len` more bytes do
+    /// not fit; `None` if no region can be opened now.
+    fn room_for(&mut self, len: usize, io: &mut IoQueue) -> Option<u32> {
         if let Some(r) = self.open {
             if self.regions[r as usize].buf.len() + len > self.region_bytes as usize {
                 self.seal(r, io);
             }
         }
-        let r = match self.open.or_else(|| self.open_region(io)) {
-            Some(r) => r,
-            None => {
-                self.stats.dropped += 1;
-                return false;
-            }
-        };
+        self.open.or_else(|| self.open_region(io))
+    }
+
+    fn append(&mut self, r: u32, hash: u64, key: &[u8], value: &[u8], expires_at_ms: u64) {
         let region = &mut self.regions[r as usize];
         let offset = region.buf.len() as u32;
         item::encode(key, value, expires_at_ms, &mut region.buf);
+        let len = region.buf.len() as u32 - offset;
+        assert!(region.buf.len() <= self.region_bytes as usize);
         region.hashes.push(hash);
         self.index.insert(
             hash,
             Slot {
                 region: r,
                 offset,
-                len: len as u32,
+                len,
             },
         );
-        true
     }
 
     fn open_region(&mut self, io: &mut IoQueue) -> Option<u32> {
@@ -283,8 +400,10 @@ impl Loc {
         self.ios.insert(id, Pending::Flush(r));
     }
 
-    /// Writes the open region now (for a shutdown or a test).
+    /// Appends what waits and writes the open region now (for a shutdown
+    /// or a test).
     pub fn flush_open(&mut self, io: &mut IoQueue) {
+        self.drain_waiting(io);
         if let Some(r) = self.open {
             if !self.regions[r as usize].buf.is_empty() {
                 self.seal(r, io);
@@ -345,6 +464,7 @@ impl Loc {
         &mut self,
         id: IoId,
         result: Result<&[u8], i32>,
+        io: &mut IoQueue,
         found: &mut Vec<Found>,
     ) -> bool {
         let Some(p) = self.ios.remove(&id) else {
@@ -390,6 +510,8 @@ impl Loc {
                 found.push(answer);
             }
         }
+        // A finished request may free a buffer or make a region evictable.
+        self.drain_waiting(io);
         true
     }
 }
@@ -401,4 +523,105 @@ fn read_item(bytes: &[u8], tag: u64, key: &[u8]) -> Found {
         .filter(|(it, _)| it.key == key)
         .map(|(it, _)| (Bytes::copy_from_slice(it.value), it.expires_at_ms));
     Found { tag, item }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache of 4 regions of 8 KiB with one buffer: an item of 5 KiB
+    /// fills a region, so the second insert seals the first region and
+    /// has no buffer until its write completes.
+    fn one_buffer(max_waiting_bytes: u64) -> (Loc, IoQueue) {
+        (
+            Loc::new(0, 8192, 4, 1, false, max_waiting_bytes),
+            IoQueue::default(),
+        )
+    }
+
+    fn value(byte: u8) -> Bytes {
+        Bytes::from(vec![byte; 5000])
+    }
+
+    /// Completes every request in the queue (reads see zeros).
+    fn complete_all(loc: &mut Loc, io: &mut IoQueue) {
+        while let Some(req) = io.pop() {
+            io.completed();
+            let zeros = vec![0u8; req.len_bytes() as usize];
+            let mut found = Vec::new();
+            assert!(loc.complete(req.id, Ok(&zeros), io, &mut found));
+        }
+    }
+
+    /// The value a lookup of `key` answers now (from a buffer).
+    fn buffered(loc: &mut Loc, io: &mut IoQueue, key: &'static [u8]) -> Option<Bytes> {
+        let mut found = Vec::new();
+        loc.lookup(7, Bytes::from_static(key), io, &mut found);
+        assert_eq!(found.len(), 1, "answered from a buffer");
+        found.pop().unwrap().item.map(|(v, _)| v)
+    }
+
+    #[test]
+    fn an_insert_waits_for_a_buffer_and_lands_when_one_frees() {
+        let (mut loc, mut io) = one_buffer(1 << 20);
+        assert!(loc.insert(Bytes::from_static(b"a"), value(1), 0, &mut io));
+        assert!(loc.insert(Bytes::from_static(b"b"), value(2), 0, &mut io));
+        assert_eq!(loc.stats().queued, 1);
+        assert!(loc.waiting_bytes() > 5000);
+        assert!(!loc.contains(b"b"), "a waiting item is not found");
+        complete_all(&mut loc, &mut io);
+        assert_eq!(loc.waiting_bytes(), 0);
+        assert_eq!(buffered(&mut loc, &mut io, b"b"), Some(value(2)));
+        assert_eq!(loc.stats().dropped, 0);
+    }
+
+    #[test]
+    fn a_removal_or_a_newer_insert_cancels_a_waiting_insert() {
+        let (mut loc, mut io) = one_buffer(1 << 20);
+        assert!(loc.insert(Bytes::from_static(b"a"), value(1), 0, &mut io));
+        assert!(loc.insert(Bytes::from_static(b"b"), value(2), 0, &mut io));
+        assert!(loc.insert(Bytes::from_static(b"c"), value(3), 0, &mut io));
+        loc.remove(b"b");
+        assert!(loc.insert(Bytes::from_static(b"c"), value(4), 0, &mut io));
+        complete_all(&mut loc, &mut io);
+        assert!(!loc.contains(b"b"), "a removed key came back");
+        assert_eq!(buffered(&mut loc, &mut io, b"c"), Some(value(4)));
+        assert_eq!(loc.waiting_bytes(), 0);
+    }
+
+    #[test]
+    fn cancelled_inserts_do_not_pile_up_in_the_queue() {
+        let (mut loc, mut io) = one_buffer(1 << 20);
+        assert!(loc.insert(Bytes::from_static(b"a"), value(1), 0, &mut io));
+        for i in 0..1000u32 {
+            let key = Bytes::from(format!("k{}", i % 3));
+            assert!(loc.insert(key.clone(), Bytes::from(vec![1u8; 100]), 0, &mut io));
+            if i % 2 == 0 {
+                loc.remove(&key);
+            }
+        }
+        assert!(loc.waiting.len() <= 2 * 3 + 16, "{}", loc.waiting.len());
+        complete_all(&mut loc, &mut io);
+        assert_eq!(loc.waiting_bytes(), 0);
+        assert!(loc.waiting.is_empty());
+    }
+
+    #[test]
+    fn an_insert_past_the_queue_bytes_is_dropped() {
+        let (mut loc, mut io) = one_buffer(6000);
+        assert!(loc.insert(Bytes::from_static(b"a"), value(1), 0, &mut io));
+        assert!(loc.insert(Bytes::from_static(b"b"), value(2), 0, &mut io));
+        assert!(!loc.insert(Bytes::from_static(b"c"), value(3), 0, &mut io));
+        assert_eq!((loc.stats().queued, loc.stats().dropped), (1, 1));
+        complete_all(&mut loc, &mut io);
+        assert!(loc.contains(b"b") && !loc.contains(b"c"));
+    }
+
+    #[test]
+    fn without_a_queue_an_insert_with_no_buffer_is_dropped() {
+        let (mut loc, mut io) = one_buffer(0);
+        assert!(loc.insert(Bytes::from_static(b"a"), value(1), 0, &mut io));
+        assert!(!loc.insert(Bytes::from_static(b"b"), value(2), 0, &mut io));
+        assert_eq!((loc.stats().queued, loc.stats().dropped), (0, 1));
+    }
 }

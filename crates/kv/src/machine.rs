@@ -51,6 +51,9 @@ pub struct Summary {
     /// Reads of the volume issued to answer commands: the cache's bucket
     /// and region reads, the store's record reads.
     pub volume_reads: u64,
+    /// Items the cache's DRAM evicted that no flash cache stored (none in
+    /// the store).
+    pub dropped: u64,
 }
 
 impl Machine {
@@ -138,6 +141,7 @@ impl Machine {
                     flash_hits: s.flash_hits,
                     sets: s.sets,
                     volume_reads: s.soc.reads + s.loc.reads,
+                    dropped: s.loc.dropped,
                 }
             }
             Machine::Store(s) => {
@@ -148,6 +152,7 @@ impl Machine {
                     flash_hits: t.get_hits - t.pending_hits,
                     sets: t.puts,
                     volume_reads: t.record_reads,
+                    dropped: 0,
                 }
             }
         }
@@ -173,6 +178,7 @@ impl Machine {
                     ("region_writes", s.loc.region_writes),
                     ("region_evictions", s.loc.evictions),
                     ("region_trims", s.loc.trims),
+                    ("items_queued", s.loc.queued),
                     ("items_dropped", s.loc.dropped),
                     ("io_errors", s.soc.io_errors + s.loc.io_errors),
                 ]

@@ -55,6 +55,10 @@ pub struct KvSpec {
     /// before reusing it, so that tiering sees its next write as new data.
     #[serde(default = "default_true")]
     pub trim_regions: bool,
+    /// Bytes of items that may wait for a large-object region (CacheLib's
+    /// parcel memory); past it, items DRAM evicts are dropped.
+    #[serde(default = "default_insert_queue_bytes")]
+    pub insert_queue_bytes: u64,
     /// Smallest key, bytes (each key's size is fixed by a hash of its number).
     #[serde(default = "default_key_bytes")]
     pub key_bytes_min: u32,
@@ -125,6 +129,9 @@ fn default_region_bytes() -> u32 {
 fn default_region_buffers() -> u32 {
     CacheConfig::default().region_buffers
 }
+fn default_insert_queue_bytes() -> u64 {
+    CacheConfig::default().insert_queue_bytes
+}
 fn default_key_bytes() -> u32 {
     16
 }
@@ -167,6 +174,7 @@ impl KvSpec {
             region_bytes: self.region_bytes,
             region_buffers: self.region_buffers,
             trim_regions: self.trim_regions,
+            insert_queue_bytes: self.insert_queue_bytes,
             generation: seed | 1,
         }
     }

@@ -14,6 +14,17 @@ mod configs;
 use configs::{kv_config, policies};
 
 fn spec(soc_share: f64, value_max: u32, dram_kib: u64, mix: [f64; 3], rmw: bool) -> KvSpec {
+    queued(soc_share, value_max, dram_kib, mix, rmw, 256 << 20)
+}
+
+fn queued(
+    soc_share: f64,
+    value_max: u32,
+    dram_kib: u64,
+    mix: [f64; 3],
+    rmw: bool,
+    insert_queue_bytes: u64,
+) -> KvSpec {
     KvSpec {
         dram_bytes: dram_kib << 10,
         soc_share,
@@ -27,6 +38,7 @@ fn spec(soc_share: f64, value_max: u32, dram_kib: u64, mix: [f64; 3], rmw: bool)
         del: mix[2],
         read_modify_write: rmw,
         backing_latency_us: 30.0,
+        insert_queue_bytes,
         ..KvSpec::default()
     }
 }
@@ -50,9 +62,10 @@ proptest! {
         rmw in any::<bool>(),
         keys in 500u64..30_000,
         seed in 0u64..1_000_000,
+        queue in prop::sample::select(vec![0u64, 16 << 10, 256 << 20]),
     ) {
         let value_max = if soc_share == 1.0 { value_max.min(1900) } else { value_max };
-        let kv = spec(soc_share, value_max, dram_kib, [lone_get, lone_set, del], rmw);
+        let kv = queued(soc_share, value_max, dram_kib, [lone_get, lone_set, del], rmw, queue);
         let c = kv_config(policy, pat, write_ratio, workers, cache_blocks, kv, keys, seed);
         let r = run(&c).map_err(|e| TestCaseError::fail(format!("{policy}: {e}")))?;
         let k = r.kv.as_ref().expect("key-value figures");

@@ -151,6 +151,9 @@ pub struct KvResult {
     pub sets: u64,
     /// Reads of the volume the key-value layer issued in the steady state.
     pub volume_reads: u64,
+    /// Items DRAM evicted in the steady state that no flash cache stored
+    /// (no large-object region free, and its insert queue full).
+    pub dropped: u64,
     /// SETs refused in the steady state ("the store is full").
     pub refused: u64,
 }
@@ -290,6 +293,7 @@ impl Simulator {
                 flash_hits: now.flash_hits - then.flash_hits,
                 sets: now.sets - then.sets,
                 volume_reads: now.volume_reads - then.volume_reads,
+                dropped: now.dropped - then.dropped,
                 refused: kv.refused - kv.refused_at_warmup,
             }
         });

@@ -200,11 +200,6 @@ impl Loc {
         self.cancel_waiting(hash);
     }
 
-    /// Encoded bytes of the inserts waiting for a region.
-    pub fn waiting_bytes(&self) -> u64 {
-        self.waiting_bytes
-    }
-
     /// Appends an item, or queues it until a region can take it; false if
     /// it was dropped (no region, and the queue full).
     pub fn insert(
@@ -567,10 +562,10 @@ mod tests {
         assert!(loc.insert(Bytes::from_static(b"a"), value(1), 0, &mut io));
         assert!(loc.insert(Bytes::from_static(b"b"), value(2), 0, &mut io));
         assert_eq!(loc.stats().queued, 1);
-        assert!(loc.waiting_bytes() > 5000);
+        assert!(loc.waiting_bytes > 5000);
         assert!(!loc.contains(b"b"), "a waiting item is not found");
         complete_all(&mut loc, &mut io);
-        assert_eq!(loc.waiting_bytes(), 0);
+        assert_eq!(loc.waiting_bytes, 0);
         assert_eq!(buffered(&mut loc, &mut io, b"b"), Some(value(2)));
         assert_eq!(loc.stats().dropped, 0);
     }
@@ -586,7 +581,7 @@ mod tests {
         complete_all(&mut loc, &mut io);
         assert!(!loc.contains(b"b"), "a removed key came back");
         assert_eq!(buffered(&mut loc, &mut io, b"c"), Some(value(4)));
-        assert_eq!(loc.waiting_bytes(), 0);
+        assert_eq!(loc.waiting_bytes, 0);
     }
 
     #[test]
@@ -602,7 +597,7 @@ mod tests {
         }
         assert!(loc.waiting.len() <= 2 * 3 + 16, "{}", loc.waiting.len());
         complete_all(&mut loc, &mut io);
-        assert_eq!(loc.waiting_bytes(), 0);
+        assert_eq!(loc.waiting_bytes, 0);
         assert!(loc.waiting.is_empty());
     }
 

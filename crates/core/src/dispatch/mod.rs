@@ -174,11 +174,9 @@ struct LockState {
 impl LockState {
     /// The state of a block just locked by one holder.
     fn held(exclusive: bool) -> LockState {
-        LockState {
-            readers: (!exclusive) as u32,
-            writer: exclusive,
-            waiters: VecDeque::new(),
-        }
+        let mut st = LockState::default();
+        st.hold(exclusive);
+        st
     }
     fn can_grant(&self, exclusive: bool) -> bool {
         if exclusive {

@@ -339,6 +339,12 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         st.merged_blocks,
         st.device_errors
     );
+    if st.discards + st.discards_failed + st.discards_skipped > 0 {
+        eprintln!(
+            "tiermux: {} discards freed {} blocks; {} freed blocks not discarded (reused, or still being read); {} discards failed",
+            st.discards, st.discarded_blocks, st.discards_skipped, st.discards_failed
+        );
+    }
     if st.device_errors > 0 {
         eprintln!("tiermux: {}", device_error_summary(vol, &st));
     }

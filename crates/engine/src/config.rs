@@ -25,6 +25,9 @@
 //! array = "raid5-hibachi"  # or: an emulated disk array (six 7,200 rpm disks, RAID-5)
 //! role = "cache"           # optional: cache, tier or home (default: every
 //!                          # device caches the next one; the last is home)
+//! discard = true           # optional: TRIM the space the volume stops using
+//!                          # (dropped or moved copies) once a mark makes the
+//!                          # release durable (default false)
 //! [device.faults]          # optional, for testing: operations reported failed
 //! read_error_rate = 0.01   # (also write_error_rate, sync_error_rate: 0 to 1,
 //! start_after_ops = 1000   #  and operations that succeed first)
@@ -123,6 +126,8 @@ struct DeviceFile {
     role: Option<DeviceRole>,
     #[serde(default)]
     faults: Option<crate::faults::FaultSpec>,
+    #[serde(default)]
+    discard: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -214,6 +219,9 @@ pub struct DeviceConfig {
     pub role: DeviceRole,
     /// Errors to inject (`[device.faults]`, for testing).
     pub faults: Option<crate::faults::FaultSpec>,
+    /// Discard (TRIM) the space the volume stops using on this device,
+    /// once a mark makes its release durable (`volume/discards.rs`).
+    pub discard: bool,
 }
 
 impl DeviceConfig {
@@ -421,6 +429,7 @@ fn parse_devices(
             direct: d.direct.unwrap_or(true),
             role: d.role.unwrap_or(DeviceRole::defaults(n)[i]),
             faults: d.faults,
+            discard: d.discard,
         });
     }
     Ok(devices)

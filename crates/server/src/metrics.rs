@@ -131,7 +131,7 @@ impl Snapshot {
     fn volume(&self, l: &LiveStats, enc: &mut DescriptorEncoder) -> std::fmt::Result {
         let v = &l.volume;
         let c = MetricType::Counter;
-        let counters: [(&str, &str, u64); 8] = [
+        let counters: [(&str, &str, u64); 9] = [
             ("tiermux_requests", "Client requests finished", v.requests),
             (
                 "tiermux_read_hits",
@@ -157,6 +157,11 @@ impl Snapshot {
                 "tiermux_read_retries",
                 "Block reads that failed and were tried again",
                 v.read_retries,
+            ),
+            (
+                "tiermux_discarded_blocks",
+                "Blocks of space the volume stopped using that were discarded (TRIM)",
+                v.discarded_blocks,
             ),
             (
                 "tiermux_journal_records",

@@ -454,6 +454,12 @@ impl Dispatcher {
         s
     }
 
+    /// True while some work holds `block`'s lock (a plan of it may still
+    /// have device operations in flight).
+    pub fn is_locked(&self, block: u64) -> bool {
+        self.locks.is_locked(block)
+    }
+
     /// True when nothing is in flight, waiting or queued.
     pub fn is_idle(&self) -> bool {
         self.flights.len() == self.free_flights.len()

@@ -46,7 +46,10 @@ use crate::reactor::Reactor;
 use tiermux_core::{Entry, PlacementMap};
 
 mod format;
+mod freed;
 mod store;
+
+pub use freed::FreedPlace;
 
 use format::*;
 use store::*;
@@ -210,8 +213,20 @@ pub struct Metadata {
     releases: std::collections::VecDeque<(u64, u8, u64)>,
     /// Records below this sequence number are covered by a completed mark.
     marked_seq: u64,
+    /// Places records gave up on devices that discard.
+    freed: freed::Freed,
     /// The data devices a checkpoint must sync before it is written.
     data_fds: Vec<std::os::fd::RawFd>,
+}
+
+/// Where `e` keeps `block` on device `d`: its location on a device that
+/// allocates locations (not `home`), else the block's own address.
+pub(crate) fn place_of(home: u8, block: u64, d: u8, e: &Entry) -> u64 {
+    if (d as usize) < LOC_DEVICES && d != home {
+        e.loc(d) as u64
+    } else {
+        block
+    }
 }
 
 /// Devices whose contents may not have survived since the metadata was
@@ -333,6 +348,7 @@ impl Metadata {
             quarantine: HashMap::new(),
             releases: Default::default(),
             marked_seq: next_seq,
+            freed: freed::Freed::default(),
             data_fds: Vec::new(),
         }
     }
@@ -372,6 +388,10 @@ impl Metadata {
     /// nor the copies kept may be overwritten (the kept copies must still
     /// match the dropped ones, which `old` calls current).
     fn note_releases(&mut self, block: u64, old: &Entry, new: &Entry) {
+        let home = self.home;
+        self.freed.note(self.next_seq, block, old, new, |d, e| {
+            place_of(home, block, d, e)
+        });
         let current = old.present & !old.stale;
         let dropped = (0..tiermux_core::types::MAX_DEVICES as u8).any(|d| {
             let bit = 1 << d;
@@ -400,11 +420,25 @@ impl Metadata {
     /// Where `e` keeps `block` on device `d`: its location on a device that
     /// allocates locations, else the block's own address.
     fn place(&self, block: u64, d: u8, e: &Entry) -> u64 {
-        if (d as usize) < LOC_DEVICES && d != self.home {
-            e.loc(d) as u64
-        } else {
-            block
-        }
+        place_of(self.home, block, d, e)
+    }
+
+    /// Devices (bit per device) whose freed places are kept for discards
+    /// (see [`Metadata::freed_covered`]).
+    pub fn set_discard_devices(&mut self, devices: u8) {
+        self.freed.devices = devices;
+    }
+
+    /// Moves to `out` the places that records freed on discarding devices
+    /// and that a completed mark covers: no state recovery can return to
+    /// names them any more (unless something reused them since).
+    pub fn freed_covered(&mut self, out: &mut Vec<FreedPlace>) {
+        self.freed.covered(self.marked_seq, out);
+    }
+
+    /// Freed places waiting for a mark.
+    pub fn freed_waiting(&self) -> usize {
+        self.freed.waiting()
     }
 
     /// True while a write at address `addr` of device `d` must wait: a

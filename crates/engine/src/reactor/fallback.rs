@@ -315,6 +315,11 @@ impl Reactor for ThreadReactor {
         self.queue(job);
     }
 
+    fn discard(&mut self, fd: RawFd, offset: u64, len: u64, token: u64) {
+        let op = FileOp::Discard { offset, len };
+        self.queue(Job { fd, op, token });
+    }
+
     fn serve_inline(&mut self, fd: RawFd) {
         self.inline.add(fd);
     }

@@ -209,6 +209,14 @@ impl Reactor for PowerLossReactor {
         self.inner.fsync(fd, token);
     }
 
+    fn discard(&mut self, fd: RawFd, offset: u64, len: u64, token: u64) {
+        // A hole reads as zeroes; the machine keeps or loses it like a
+        // write of zeroes.
+        self.machine.wrote(fd, offset, &vec![0; len as usize]);
+        self.started(token);
+        self.inner.discard(fd, offset, len, token);
+    }
+
     fn poll(&mut self, fd: RawFd, writable: bool, token: u64) {
         self.inner.poll(fd, writable, token);
     }

@@ -30,6 +30,9 @@ use super::faults::FaultOp;
 use super::power::Machine;
 use super::{new_eventfd, run_job, Completion, FileJob, FileOp, Reactor, Waker};
 
+/// The byte a simulated discard leaves in every byte of its range.
+pub const DISCARDED_BYTE: u8 = 0xD5;
+
 /// What an event does when its time comes.
 enum Event {
     File(FileJob),
@@ -146,7 +149,7 @@ impl SimReactor {
     fn perform(&mut self, job: &FileJob) -> i32 {
         let kind = match job.op {
             FileOp::Read { .. } | FileOp::ReadV { .. } => FaultOp::Read,
-            FileOp::Write { .. } | FileOp::WriteV { .. } => FaultOp::Write,
+            FileOp::Write { .. } | FileOp::WriteV { .. } | FileOp::Discard { .. } => FaultOp::Write,
             FileOp::Sync => FaultOp::Sync,
         };
         if self.machine.fails(job.fd, kind, &mut self.rng) {
@@ -160,6 +163,9 @@ impl SimReactor {
     }
 
     fn perform_unfailing(&mut self, job: &FileJob) -> i32 {
+        if let FileOp::Discard { offset, len } = job.op {
+            return self.discard_now(job.fd, offset, len);
+        }
         if let FileOp::Write { ptr, len, offset } = job.op {
             // SAFETY: the reactor's `write` contract keeps the buffer valid
             // and unmodified until the job's completion is returned, which
@@ -183,6 +189,23 @@ impl SimReactor {
             self.machine.synced(job.fd);
         }
         r
+    }
+
+    /// A discard leaves the range holding what a device may return after a
+    /// TRIM: here, [`DISCARDED_BYTE`] everywhere, which matches no data a
+    /// test writes, so a discard of space still in use shows up as wrong
+    /// data. Like a write, it is pending until a sync.
+    fn discard_now(&mut self, fd: RawFd, offset: u64, len: u64) -> i32 {
+        let junk = vec![DISCARDED_BYTE; len as usize];
+        self.machine.wrote(fd, offset, &junk);
+        // SAFETY: the reactor's contract keeps `fd` open until the
+        // discard's completion is returned, which is after this.
+        let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        match rustix::io::pwrite(file, &junk, offset) {
+            Ok(n) if n == junk.len() => 0,
+            Ok(_) => -rustix::io::Errno::IO.raw_os_error(),
+            Err(e) => -e.raw_os_error(),
+        }
     }
 
     /// Performs `op` on `fd` at once (the blocking operations of
@@ -259,6 +282,10 @@ impl Reactor for SimReactor {
 
     fn fsync(&mut self, fd: RawFd, token: u64) {
         self.file(fd, FileOp::Sync, token);
+    }
+
+    fn discard(&mut self, fd: RawFd, offset: u64, len: u64, token: u64) {
+        self.file(fd, FileOp::Discard { offset, len }, token);
     }
 
     fn poll(&mut self, _fd: RawFd, _writable: bool, _token: u64) {

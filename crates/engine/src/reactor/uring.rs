@@ -194,6 +194,16 @@ impl Reactor for UringReactor {
         );
     }
 
+    fn discard(&mut self, fd: RawFd, offset: u64, len: u64, token: u64) {
+        let op = FileOp::Discard { offset, len };
+        self.queue_file(FileJob { fd, op, token }, || {
+            opcode::Fallocate::new(types::Fd(fd), len)
+                .offset(offset)
+                .mode(super::DISCARD_MODE.bits() as i32)
+                .build()
+        });
+    }
+
     fn poll(&mut self, fd: RawFd, writable: bool, token: u64) {
         let mask = if writable {
             rustix::event::PollFlags::OUT.bits()

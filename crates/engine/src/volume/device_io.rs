@@ -6,7 +6,7 @@
 use tiermux_core::Op;
 
 use super::{
-    split_tag, token, DevOp, Volume, IN_PLACE, KIND_DEV_IO, KIND_EMU_WAIT, KIND_MARK,
+    split_tag, token, DevOp, Volume, IN_PLACE, KIND_DEV_IO, KIND_DISCARD, KIND_EMU_WAIT, KIND_MARK,
     KIND_MERGED_IO, KIND_MERGED_WAIT, KIND_SHIFT,
 };
 use crate::reactor::{Completion, Reactor};
@@ -140,6 +140,7 @@ impl Volume {
                     self.meta_error.get_or_insert(e);
                 }
             }
+            KIND_DISCARD => self.on_discard(index, c.result, r),
             _ => panic!("token {:#x} is not the volume's", c.token),
         }
     }

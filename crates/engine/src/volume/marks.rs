@@ -69,21 +69,48 @@ impl Volume {
     /// True when a device write must wait for a mark (see the module
     /// documentation).
     pub(super) fn must_hold(&self, ready: &Ready) -> bool {
+        self.waits_for_mark(ready) || self.waits_for_discard(ready)
+    }
+
+    /// True when `ready` writes a place whose release no mark covers yet.
+    fn waits_for_mark(&self, ready: &Ready) -> bool {
         let io = ready.io;
         io.dir == Op::Write
             && self.meta.has_quarantine()
             && self.meta.quarantined(io.device, io.addr)
     }
 
-    /// Holds `ready` until a mark covers its location's release. A copy
-    /// keeps the buffer its source read filled.
+    /// Holds `ready` until a mark covers its location's release, or until
+    /// the discard of its location completes. A copy keeps the buffer its
+    /// source read filled.
     pub(super) fn hold(&mut self, ready: Ready) {
         if let Some(id) = copy_source(&ready) {
             self.pool.retain(id);
         }
+        self.marks.wanted |= self.waits_for_mark(&ready);
         self.marks.held.push(ready);
-        self.marks.wanted = true;
         self.marks.writes_held += 1;
+    }
+
+    /// The device operations of the writes held.
+    pub(super) fn held_writes(&self) -> impl Iterator<Item = tiermux_core::Io> + '_ {
+        self.marks.held.iter().map(|ready| ready.io)
+    }
+
+    /// Issues the held writes that need not wait any more.
+    pub(super) fn release_held(&mut self, r: &mut dyn Reactor) {
+        let held = std::mem::take(&mut self.marks.held);
+        for ready in held {
+            if self.must_hold(&ready) {
+                self.marks.wanted |= self.waits_for_mark(&ready);
+                self.marks.held.push(ready);
+            } else {
+                self.issue(ready, r);
+                if let Some(id) = copy_source(&ready) {
+                    self.pool.release(id);
+                }
+            }
+        }
     }
 
     /// Request `idx` (a flush or a FUA write) completes with the next mark.
@@ -99,6 +126,11 @@ impl Volume {
         &mut self,
         r: &mut dyn Reactor,
     ) -> Result<(), crate::journal::MetaError> {
+        if self.discards.devices != 0
+            && self.meta.freed_waiting() >= super::discards::DISCARD_BATCH_PLACES
+        {
+            self.marks.wanted = true;
+        }
         let m = &mut self.marks;
         if m.current.is_some() || (m.waiting.is_empty() && !m.wanted) {
             return Ok(());
@@ -177,6 +209,7 @@ impl Volume {
         if run.error == 0 {
             self.meta.marked(run.seq);
             self.marks.completed += 1;
+            self.start_discards(r);
         } else {
             eprintln!(
                 "tiermux: a sync failed ({}); flushes waiting for it fail",
@@ -195,18 +228,7 @@ impl Volume {
             req.phase = Phase::Access;
             self.finished.push(idx);
         }
-        let held = std::mem::take(&mut self.marks.held);
-        for ready in held {
-            if self.must_hold(&ready) {
-                self.marks.held.push(ready);
-                self.marks.wanted = true;
-            } else {
-                self.issue(ready, r);
-                if let Some(id) = copy_source(&ready) {
-                    self.pool.release(id);
-                }
-            }
-        }
+        self.release_held(r);
         self.start_mark(r)
     }
 

@@ -28,6 +28,7 @@ use tiermux_core::{Access, Dispatcher, ObservationBuilder, Op, Outcome};
 
 mod bufpool;
 mod device_io;
+mod discards;
 mod durable;
 mod health;
 mod marks;
@@ -59,10 +60,11 @@ const KIND_EMU_WAIT: u64 = 2;
 const KIND_MARK: u64 = 3;
 const KIND_MERGED_IO: u64 = 4;
 const KIND_MERGED_WAIT: u64 = 5;
+const KIND_DISCARD: u64 = 6;
 
 /// The volume's reactor tokens are below this value (the runtime gives the
 /// rest to the front end).
-pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_MERGED_WAIT + 1) << KIND_SHIFT;
+pub const VOLUME_TOKEN_LIMIT: u64 = (KIND_DISCARD + 1) << KIND_SHIFT;
 
 /// The payload of a client read that read straight into its request's
 /// buffer (otherwise a read's payload is the pool buffer it filled).
@@ -117,6 +119,14 @@ pub struct VolumeStats {
     /// Merged operations that failed or fell short and were retried block
     /// by block.
     pub merged_retries: u64,
+    /// Discard operations completed (`discard = true` devices).
+    pub discards: u64,
+    /// Blocks of space they discarded.
+    pub discarded_blocks: u64,
+    /// Freed places not discarded because they might be in use again.
+    pub discards_skipped: u64,
+    /// Discard operations that failed.
+    pub discards_failed: u64,
 }
 
 /// A volume over opened devices.
@@ -151,6 +161,7 @@ pub struct Volume {
     /// next [`Volume::end_batch`].
     meta_error: Option<crate::journal::MetaError>,
     health: health::Health,
+    discards: discards::Discards,
 }
 
 fn token(kind: u64, index: usize) -> u64 {
@@ -190,6 +201,10 @@ impl Volume {
             writes_held: self.marks.writes_held,
             repairs: self.dispatcher.stats().repairs,
             out_of_service: self.health.out_of_service_mask(),
+            discards: self.discards.ops_completed,
+            discarded_blocks: self.discards.blocks_discarded,
+            discards_skipped: self.discards.skipped,
+            discards_failed: self.discards.failed,
             ..self.stats
         }
     }
@@ -210,6 +225,7 @@ impl Volume {
             && self.ops.is_empty()
             && self.dispatcher.is_idle()
             && self.marks_idle()
+            && self.discards.idle()
     }
 
     /// True when requests have finished and wait for

@@ -9,7 +9,7 @@ use tiermux_core::policy::{DeviceSpec, VolumeSpec};
 use tiermux_core::{build_policy, Dispatcher, ObservationBuilder};
 
 use super::bufpool::BufPool;
-use super::{health, Volume, VolumeStats};
+use super::{discards, health, Volume, VolumeStats};
 use crate::config::VolumeConfig;
 use crate::device::Device;
 use crate::emulate::Emulated;
@@ -327,7 +327,14 @@ impl Volume {
         };
         check_address_spaces(cfg, &devices, policy.as_ref())?;
         check_volatile(cfg, &devices, home, policy.as_ref())?;
-        let (meta, map, recovery, failed) = open_metadata(cfg, &shape, home, &devices, r)?;
+        let (mut meta, map, recovery, failed) = open_metadata(cfg, &shape, home, &devices, r)?;
+        let discard_devices = cfg
+            .devices
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.discard)
+            .fold(0u8, |m, (i, _)| m | 1 << i);
+        meta.set_discard_devices(discard_devices);
         let mut dispatcher =
             Dispatcher::with_map(policy, map).map_err(|message| OpenError::Restore {
                 dir: cfg.metadata_dir.display().to_string(),
@@ -363,6 +370,7 @@ impl Volume {
             marks: Default::default(),
             meta_error: None,
             health,
+            discards: discards::Discards::on(discard_devices),
         };
         // Work the policy queued at open (flushes of a device taken out
         // of service) starts with the first wait.

@@ -8,7 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// An NHC volume in write-back over a small fast device and a slow home
-/// device, both emulated, served on `nbd.sock`.
+/// device, both emulated, served on `nbd.sock`. The fast device discards
+/// the space the volume stops using, so every test on this volume checks
+/// data with discards running.
 pub const CONFIG: &str = r#"
 size = "64MiB"
 listen = "unix:nbd.sock"
@@ -18,6 +20,7 @@ name = "fast"
 path = "fast.img"
 size = "1MiB"
 profile = "fast-test"
+discard = true
 
 [[device]]
 name = "slow"
@@ -65,13 +68,13 @@ pub fn with_devices(devices_and_policy: &str) -> String {
     )
 }
 
-/// `[[device]]` tables of `(name, size)` on the fast test profile, then
-/// the slow home device.
+/// `[[device]]` tables of `(name, size)` on the fast test profile, each
+/// discarding freed space, then the slow home device.
 pub fn cache_devices(caches: &[(&str, &str)]) -> String {
     let mut s = String::new();
     for (name, size) in caches {
         s += &format!(
-            "[[device]]\nname = \"{name}\"\npath = \"{name}.img\"\nsize = \"{size}\"\nprofile = \"fast-test\"\n\n"
+            "[[device]]\nname = \"{name}\"\npath = \"{name}.img\"\nsize = \"{size}\"\nprofile = \"fast-test\"\ndiscard = true\n\n"
         );
     }
     s + "[[device]]\nname = \"slow\"\npath = \"slow.img\"\nprofile = \"slow-test\"\n\n"

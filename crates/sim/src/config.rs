@@ -591,6 +591,36 @@ impl SimConfig {
                 format!("must be positive, got {p}")
             })?;
         }
+        if let Some(n) = w.discard_chunk_blocks {
+            check(
+                "workload.discard_chunk_blocks",
+                matches!(
+                    w.pattern,
+                    Pattern::Sequential { .. } | Pattern::Latest { .. } | Pattern::Recent { .. }
+                ),
+                || {
+                    "only log patterns (sequential, latest, recent) discard ahead of their writes"
+                        .into()
+                },
+            )?;
+            check("workload.discard_chunk_blocks", !w.scramble, || {
+                "a scrambled log is not sequential on the volume; leave out workload.scramble"
+                    .into()
+            })?;
+            check("workload.discard_chunk_blocks", self.kv.is_none(), || {
+                "key-value runs free space through their own layer".into()
+            })?;
+            check(
+                "workload.discard_chunk_blocks",
+                n >= w.request_blocks as u64,
+                || {
+                    format!(
+                        "must be at least workload.request_blocks ({}), got {n}",
+                        w.request_blocks
+                    )
+                },
+            )?;
+        }
         match &w.pattern {
             Pattern::Zipf { theta } | Pattern::Latest { theta } => {
                 check(
@@ -618,7 +648,12 @@ impl SimConfig {
                     || format!("must be in [0, 1], got {hot_access_fraction}"),
                 )?;
             }
-            Pattern::Uniform | Pattern::Sequential => {}
+            Pattern::Sequential { streams } => {
+                check("workload.pattern.streams", *streams >= 1, || {
+                    "must be at least 1".into()
+                })?;
+            }
+            Pattern::Uniform => {}
         }
         Ok(())
     }
@@ -643,6 +678,28 @@ impl SimConfig {
         check("volume_blocks", volume_blocks >= working_set, || {
             format!("must hold the working set ({working_set} blocks), got {volume_blocks}")
         })?;
+        if let (Some(chunk), Pattern::Sequential { streams }) = (w.discard_chunk_blocks, &w.pattern)
+        {
+            let region = working_set / (*streams as u64).max(1);
+            check(
+                "workload.discard_chunk_blocks",
+                region >= chunk && region.is_multiple_of(chunk),
+                || {
+                    format!("each of the {streams} streams' regions ({region} blocks) must be a whole number of chunks of {chunk} blocks")
+                },
+            )?;
+        }
+        if let (Some(chunk), Pattern::Latest { .. } | Pattern::Recent { .. }) =
+            (w.discard_chunk_blocks, &w.pattern)
+        {
+            check(
+                "volume_blocks",
+                volume_blocks >= needed && volume_blocks.is_multiple_of(chunk),
+                || {
+                    format!("a log that discards chunks of {chunk} blocks needs a whole number of chunks and at least {needed} blocks (the working set, one chunk and a request), got {volume_blocks}")
+                },
+            )?;
+        }
         Ok((working_set, volume_blocks))
     }
 

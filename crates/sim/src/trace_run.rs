@@ -92,6 +92,7 @@ impl TraceCursor {
             op: r.op,
             block: r.first_block,
             blocks: r.blocks,
+            discard: None,
         })
     }
 

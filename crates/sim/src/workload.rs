@@ -46,9 +46,17 @@ pub enum Pattern {
         /// Fraction of reads that go to the hot items.
         hot_access_fraction: f64,
     },
-    /// Every request takes the next item in order, wrapping at the end of
-    /// the working set (MOST's sequential writes).
-    Sequential,
+    /// Every request takes the next item of a sequential stream, in
+    /// order, wrapping at the end of the stream (MOST's sequential
+    /// writes). The working set is cut into `streams` equal regions, each
+    /// written in order by its own stream, and requests take the streams
+    /// in turn: a closed loop of N workers over N streams is N threads each
+    /// writing its own log.
+    Sequential {
+        /// Independent streams (1: one stream over the whole working set).
+        #[serde(default = "one_u32")]
+        streams: u32,
+    },
 }
 
 pub use tiermux_core::zipf::Zipf;
@@ -97,6 +105,18 @@ pub struct WorkloadSpec {
     /// Highest write ratio drawn at each change (uniform in [0, max]).
     #[serde(default = "half")]
     pub write_ratio_max: f64,
+    /// Log patterns (`sequential`, `latest`, `recent`) only: the log frees
+    /// space in aligned chunks of this many blocks, as log-structured
+    /// applications do, so that policies that place new data (MOST's
+    /// dynamic allocation) see each rewrite as new data. A sequential log,
+    /// which rewrites its whole working set, discards each chunk just
+    /// before its writes enter it; `latest` and `recent` discard a chunk
+    /// once all of it has left the working set (is older than the newest
+    /// `working_set` inserts), which needs one chunk more of volume and a
+    /// volume that is a whole number of chunks. A read never goes to a
+    /// block discarded and not written since.
+    #[serde(default)]
+    pub discard_chunk_blocks: Option<u64>,
 }
 
 fn default_pattern() -> Pattern {
@@ -127,6 +147,7 @@ impl Default for WorkloadSpec {
             shift_reverses: false,
             write_ratio_period_s: None,
             write_ratio_max: 0.5,
+            discard_chunk_blocks: None,
         }
     }
 }
@@ -140,6 +161,9 @@ pub struct GenRequest {
     pub block: u64,
     /// Number of blocks.
     pub blocks: u32,
+    /// Blocks `first..end` to discard before this request (see
+    /// [`WorkloadSpec::discard_chunk_blocks`]).
+    pub discard: Option<(u64, u64)>,
 }
 
 /// A running generator for a [`WorkloadSpec`].
@@ -158,10 +182,15 @@ pub struct Workload {
     hot_items: u64,
     hot_access: f64,
     inserted: u64,
-    cursor: u64,
+    /// Per sequential stream: the next rank, within its region.
+    cursors: Vec<u64>,
+    /// Ranks per sequential stream.
+    stream_items: u64,
+    next_stream: usize,
     ratio_period_ns: Option<u64>,
     ratio_max: f64,
     next_ratio_change_ns: u64,
+    discard_chunk: Option<u64>,
     rng: Rng,
     /// Requests generated ahead of their turn, oldest first
     /// ([`Workload::peek_block`]).
@@ -175,7 +204,14 @@ pub fn volume_blocks_needed(spec: &WorkloadSpec, working_set: u64) -> u64 {
     } else {
         0
     };
-    working_set + shift + spec.request_blocks as u64
+    let blocks = working_set + shift + spec.request_blocks as u64;
+    match (&spec.pattern, spec.discard_chunk_blocks) {
+        // One chunk of room for the chunk being discarded, and whole chunks.
+        (Pattern::Latest { .. } | Pattern::Recent { .. }, Some(chunk)) if chunk > 0 => {
+            (blocks + chunk).div_ceil(chunk) * chunk
+        }
+        _ => blocks,
+    }
 }
 
 impl Workload {
@@ -202,6 +238,10 @@ impl Workload {
             ),
             _ => (working_set, 1.0),
         };
+        let streams = match spec.pattern {
+            Pattern::Sequential { streams } => (streams as u64).clamp(1, working_set),
+            _ => 1,
+        };
         let perm = spec.scramble.then(|| {
             // Multiplier coprime with the working-set size: a bijection.
             let mut m = (splitmix64(seed) | 1) % working_set.max(2);
@@ -226,10 +266,13 @@ impl Workload {
             hot_items,
             hot_access,
             inserted: 0,
-            cursor: 0,
+            cursors: vec![0; streams as usize],
+            stream_items: working_set / streams,
+            next_stream: 0,
             ratio_period_ns: spec.write_ratio_period_s.map(|s| (s * 1e9) as u64),
             ratio_max: spec.write_ratio_max,
             next_ratio_change_ns: 0,
+            discard_chunk: spec.discard_chunk_blocks.filter(|&n| n > 0),
             rng: Rng::new(seed),
             ahead: VecDeque::new(),
         }
@@ -247,10 +290,12 @@ impl Workload {
             Pattern::Zipf { .. } | Pattern::Latest { .. } => {
                 self.zipf.as_ref().expect("zipf").sample(&mut self.rng)
             }
-            Pattern::Sequential => {
-                let r = self.cursor;
-                self.cursor = (self.cursor + self.request_blocks as u64) % self.working_set;
-                r
+            Pattern::Sequential { .. } => {
+                let s = self.next_stream;
+                self.next_stream = (s + 1) % self.cursors.len();
+                let c = self.cursors[s];
+                self.cursors[s] = (c + self.request_blocks as u64) % self.stream_items;
+                s as u64 * self.stream_items + c
             }
             Pattern::Hotset { .. } | Pattern::Recent { .. } => {
                 if self.hot_items < self.working_set && self.rng.next_f64() >= self.hot_access {
@@ -324,6 +369,7 @@ impl Workload {
         }
         let write = self.write_ratio > 0.0 && self.rng.next_f64() < self.write_ratio;
         let op = if write { Op::Write } else { Op::Read };
+        let mut freed = None;
         let block = if matches!(
             self.pattern,
             Pattern::Latest { .. } | Pattern::Recent { .. }
@@ -332,6 +378,7 @@ impl Workload {
             let head = self.working_set + self.inserted;
             if write {
                 self.inserted += 1;
+                freed = self.chunk_left(head);
                 head % self.volume_blocks
             } else {
                 let r = self.rank();
@@ -352,11 +399,41 @@ impl Workload {
             self.volume_blocks
                 .saturating_sub(self.request_blocks as u64),
         );
+        let discard = match self.pattern {
+            Pattern::Sequential { .. } if write => self.chunk_entered(block),
+            _ => freed,
+        };
         GenRequest {
             op,
             block,
             blocks: self.request_blocks,
+            discard,
         }
+    }
+
+    /// The chunk that a sequential write at `block` enters, when it covers
+    /// a chunk's first block, as the range to discard (cut at the end of
+    /// its stream's region, where the stream wraps).
+    fn chunk_entered(&self, block: u64) -> Option<(u64, u64)> {
+        let chunk = self.discard_chunk?;
+        let last = block + self.request_blocks as u64 - 1;
+        let first = block.div_ceil(chunk) * chunk;
+        let region_end = (block / self.stream_items + 1) * self.stream_items;
+        (first <= last).then(|| (first, (first + chunk).min(region_end)))
+    }
+
+    /// The chunk whose last block left the working set when the insert at
+    /// linear position `head` (the log before wrapping) made the item
+    /// `head - working_set` too old, as the range to discard.
+    fn chunk_left(&self, head: u64) -> Option<(u64, u64)> {
+        let chunk = self.discard_chunk?;
+        let oldest_live = head + 1 - self.working_set;
+        if !oldest_live.is_multiple_of(chunk) || oldest_live < chunk {
+            return None;
+        }
+        let first = (oldest_live - chunk) % self.volume_blocks;
+        debug_assert!(self.volume_blocks.is_multiple_of(chunk));
+        Some((first, first + chunk))
     }
 }
 
@@ -490,10 +567,124 @@ mod tests {
         assert!(counts[0] > counts[1] && counts[1] > counts[10] && counts[10] > counts[500]);
     }
 
+    /// A log that discards ahead frees each aligned chunk as its writes
+    /// enter it, cut at the end of the log.
+    #[test]
+    fn a_sequential_log_discards_each_chunk_it_enters() {
+        let spec = WorkloadSpec {
+            pattern: Pattern::Sequential { streams: 1 },
+            write_ratio: 1.0,
+            request_blocks: 2,
+            discard_chunk_blocks: Some(4),
+            ..WorkloadSpec::default()
+        };
+        let mut w = Workload::new(&spec, 10, 12, 1);
+        let got: Vec<(u64, Option<(u64, u64)>)> = (0..7)
+            .map(|_| {
+                let g = w.next(0);
+                (g.block, g.discard)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, Some((0, 4))),
+                (2, None),
+                (4, Some((4, 8))),
+                (6, None),
+                (8, Some((8, 10))),
+                (0, Some((0, 4))),
+                (2, None)
+            ]
+        );
+    }
+
+    /// Streams write their own regions in order, taking turns; each
+    /// discards the chunks of its own region.
+    #[test]
+    fn sequential_streams_take_turns_each_in_its_region() {
+        let spec = WorkloadSpec {
+            pattern: Pattern::Sequential { streams: 2 },
+            write_ratio: 1.0,
+            discard_chunk_blocks: Some(2),
+            ..WorkloadSpec::default()
+        };
+        let mut w = Workload::new(&spec, 8, 8, 1);
+        let got: Vec<(u64, Option<(u64, u64)>)> = (0..10)
+            .map(|_| {
+                let g = w.next(0);
+                (g.block, g.discard)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, Some((0, 2))),
+                (4, Some((4, 6))),
+                (1, None),
+                (5, None),
+                (2, Some((2, 4))),
+                (6, Some((6, 8))),
+                (3, None),
+                (7, None),
+                (0, Some((0, 2))),
+                (4, Some((4, 6)))
+            ]
+        );
+    }
+
+    /// Reading the newest items while discarding ahead of the write head
+    /// never reads a block discarded and not written since.
+    #[test]
+    fn read_latest_never_reads_what_it_discarded() {
+        for (pattern, chunk, request) in [
+            (
+                Pattern::Recent {
+                    hot_fraction: 0.2,
+                    hot_access_fraction: 0.9,
+                },
+                16,
+                1,
+            ),
+            (Pattern::Latest { theta: 0.9 }, 8, 3),
+        ] {
+            let spec = WorkloadSpec {
+                pattern,
+                write_ratio: 0.5,
+                request_blocks: request,
+                discard_chunk_blocks: Some(chunk),
+                ..WorkloadSpec::default()
+            };
+            let ws = 100;
+            let vol = volume_blocks_needed(&spec, ws);
+            let mut w = Workload::new(&spec, ws, vol, 5);
+            let mut freed = vec![false; vol as usize];
+            let mut discards = 0;
+            for _ in 0..20_000 {
+                let g = w.next(0);
+                if let Some((first, end)) = g.discard {
+                    assert!(end - first <= chunk && end <= vol);
+                    freed[first as usize..end as usize].fill(true);
+                    discards += 1;
+                }
+                let blocks = g.block as usize..(g.block + g.blocks as u64) as usize;
+                if g.op == Op::Write {
+                    freed[blocks].fill(false);
+                } else {
+                    assert!(
+                        !freed[blocks.clone()].iter().any(|&f| f),
+                        "a read of {blocks:?}, discarded and not written since"
+                    );
+                }
+            }
+            assert!(discards > 100, "{discards} discards");
+        }
+    }
+
     #[test]
     fn sequential_takes_blocks_in_order_and_wraps() {
         let spec = WorkloadSpec {
-            pattern: Pattern::Sequential,
+            pattern: Pattern::Sequential { streams: 1 },
             write_ratio: 1.0,
             request_blocks: 2,
             ..WorkloadSpec::default()

@@ -37,7 +37,7 @@ fn writes_to_the_array(pattern: Pattern, request_blocks: u32) -> f64 {
 #[test]
 fn sequential_writes_to_an_array_outrun_random_ones() {
     let random = writes_to_the_array(Pattern::Uniform, 1);
-    let sequential = writes_to_the_array(Pattern::Sequential, 128);
+    let sequential = writes_to_the_array(Pattern::Sequential { streams: 1 }, 128);
     println!("array writes, one in flight: random 4 KiB {random:.0} B/s, sequential 512 KiB {sequential:.0} B/s");
     // Random 4 KiB writes: a parity read-modify-write of about 10 ms or
     // more, so well under 1 MB/s at one in flight; 512 KiB sequential

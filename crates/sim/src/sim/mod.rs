@@ -520,6 +520,9 @@ impl Simulator {
                 }
             },
         };
+        if let Some((first, end)) = g.discard {
+            self.discard(first, end);
+        }
         self.prefetch_ahead(g.block);
         let req = Req {
             start_ns: self.now,
@@ -536,6 +539,16 @@ impl Simulator {
                 .submit(sid as u64, Access { block, op: g.op });
         }
         self.drain();
+    }
+
+    /// The workload frees blocks `first..end`: the policy drops what it
+    /// keeps of them, under each block's lock and ahead of any later
+    /// access (the dispatcher takes work in order), with no I/O and no
+    /// time. The workload reads none of them before writing it again.
+    fn discard(&mut self, first: u64, end: u64) {
+        for block in self.dispatcher.discard(first, end) {
+            self.dispatcher.submit_trim(NO_TAG, block);
+        }
     }
 
     /// Hints the state of the next requests' blocks to the CPU (see

@@ -18,7 +18,7 @@ pub fn pattern(kind: u8, theta: f64) -> Pattern {
             hot_fraction: 0.2,
             hot_access_fraction: 0.9,
         },
-        _ => Pattern::Sequential,
+        _ => Pattern::Sequential { streams: 1 },
     }
 }
 

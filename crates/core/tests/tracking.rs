@@ -525,6 +525,7 @@ fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
         "fill" => pick(rng, &["sync", "async"]),
         "wa_write_hit" => pick(rng, &["update", "invalidate"]),
         "cleaning" => pick(rng, &["selective", "all", "off"]),
+        "idle_latency" => pick(rng, &["keep", "unloaded"]),
         "target" => pick(
             rng,
             &[

@@ -31,7 +31,7 @@ use super::{param_err, Registered};
 use crate::observe::Observation;
 use crate::params::Params;
 use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
-use crate::tiering::latency::LatencySignals;
+use crate::tiering::latency::{IdleLatency, LatencySignals};
 use crate::tiering::migrator::{ranked, Allowed};
 use crate::tiering::offload::{Decision, Migration, MirrorChange, OffloadController};
 use crate::tiering::tiers::{Class, Move};
@@ -73,6 +73,7 @@ struct MostSettings {
     mirror_step_mb: f64,
     reclaim_free_fraction: f64,
     clean_min_rewrite_distance: Option<f64>,
+    idle_latency: IdleLatency,
 }
 
 /// The names [`MostSettings`] reads.
@@ -86,6 +87,7 @@ const MOST_LIVE_PARAMS: &[&str] = &[
     "reclaim_free_fraction",
     "clean_min_rewrite_distance",
     "cleaning",
+    "idle_latency",
 ];
 
 impl MostSettings {
@@ -111,6 +113,14 @@ impl MostSettings {
                 "off" => None,
                 "all" => Some(0.0),
                 _ => Some(clean_min),
+            },
+            idle_latency: match p
+                .choice("idle_latency", "keep", &["keep", "unloaded"])
+                .map_err(&e)?
+                .as_str()
+            {
+                "unloaded" => IdleLatency::Unloaded,
+                _ => IdleLatency::Keep,
             },
         })
     }
@@ -143,6 +153,7 @@ impl Most {
     fn apply(&mut self, s: &MostSettings) {
         let segments = self.t.tiers.segments() as f64;
         self.latency.set_alpha(s.latency_alpha);
+        self.latency.set_idle(s.idle_latency);
         self.controller
             .retune(s.ratio_step, s.theta, s.offload_ratio_max);
         self.mirror_max_segments = (s.mirror_max_fraction * segments).floor() as u32;

@@ -12,12 +12,27 @@
 //! unspecified; Colloid uses 1/16, which is the default here for every
 //! signal. An interval in which a device completed no operation of a kind
 //! leaves that average unchanged (an idle device has no latency to report,
-//! and pulling the average toward zero would make it look fast).
+//! and pulling the average toward zero would make it look fast), unless
+//! [`IdleLatency::Unloaded`] is asked for: then an idle interval folds the
+//! lowest interval mean the device has shown (its unloaded latency, as far
+//! as it has been seen) into the mean over all operations, so that a
+//! latency measured under a load that has gone does not stay forever.
 
 use crate::observe::{DeviceObservation, Observation};
 
 /// Colloid's EWMA weight, the default for every signal.
 pub const DEFAULT_ALPHA: f64 = 1.0 / 16.0;
+
+/// What an interval in which a device completed nothing does to its mean
+/// latency over all operations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IdleLatency {
+    /// Leaves it as it was.
+    #[default]
+    Keep,
+    /// Folds in the lowest interval mean the device has shown.
+    Unloaded,
+}
 
 /// One smoothed value; empty until its first sample.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -58,10 +73,12 @@ pub struct DeviceLatency {
     pub occupancy: Ewma,
     /// Completed operations per second.
     pub arrivals_per_s: Ewma,
+    /// The lowest interval mean latency over all operations, ns.
+    pub lowest_all_ns: Option<f64>,
 }
 
 impl DeviceLatency {
-    fn observe(&mut self, d: &DeviceObservation, interval_ns: u64, alpha: f64) {
+    fn observe(&mut self, d: &DeviceObservation, interval_ns: u64, alpha: f64, idle: IdleLatency) {
         let write_latency_sum_ns = d
             .latency_sum_ns
             .checked_sub(d.read_latency_sum_ns)
@@ -75,8 +92,11 @@ impl DeviceLatency {
                 .update(write_latency_sum_ns as f64 / d.write_ops as f64, alpha);
         }
         if d.ops() > 0 {
-            self.all_ns
-                .update(d.latency_sum_ns as f64 / d.ops() as f64, alpha);
+            let mean = d.latency_sum_ns as f64 / d.ops() as f64;
+            self.all_ns.update(mean, alpha);
+            self.lowest_all_ns = Some(self.lowest_all_ns.map_or(mean, |l| l.min(mean)));
+        } else if let (IdleLatency::Unloaded, Some(lowest)) = (idle, self.lowest_all_ns) {
+            self.all_ns.update(lowest, alpha);
         }
         self.occupancy
             .update((d.inflight_reads + d.inflight_writes) as f64, alpha);
@@ -97,6 +117,7 @@ impl DeviceLatency {
 pub struct LatencySignals {
     devices: Vec<DeviceLatency>,
     alpha: f64,
+    idle: IdleLatency,
 }
 
 impl LatencySignals {
@@ -109,7 +130,13 @@ impl LatencySignals {
         LatencySignals {
             devices: vec![DeviceLatency::default(); devices],
             alpha,
+            idle: IdleLatency::Keep,
         }
+    }
+
+    /// Sets what idle intervals do to the mean over all operations.
+    pub fn set_idle(&mut self, idle: IdleLatency) {
+        self.idle = idle;
     }
 
     /// Changes the weight of later intervals (the smoothed values so far
@@ -134,7 +161,7 @@ impl LatencySignals {
             return;
         }
         for (s, d) in self.devices.iter_mut().zip(&obs.devices) {
-            s.observe(d, obs.interval_ns, self.alpha);
+            s.observe(d, obs.interval_ns, self.alpha, self.idle);
         }
     }
 
@@ -190,6 +217,25 @@ mod tests {
         assert_eq!(s.device(1).little_ns(), None, "nothing arrived");
         s.observe(&obs(&[(0, 0, 0, 0), (0, 0, 0, 0)]));
         assert_eq!(s.device(0).read_ns.get(), Some(100.0));
+    }
+
+    /// With `Unloaded`, idle intervals bring a latency measured under load
+    /// back toward the lowest interval mean seen; reads and writes alone
+    /// keep theirs.
+    #[test]
+    fn an_idle_device_returns_toward_its_unloaded_latency_when_asked() {
+        let mut s = LatencySignals::new(1, 0.5);
+        s.set_idle(IdleLatency::Unloaded);
+        s.observe(&obs(&[(4, 400, 0, 0)]));
+        s.observe(&obs(&[(4, 4_000, 0, 0)]));
+        assert_eq!(s.device(0).all_ns.get(), Some(550.0));
+        s.observe(&obs(&[(0, 0, 0, 0)]));
+        assert_eq!(s.device(0).all_ns.get(), Some(325.0));
+        assert_eq!(s.device(0).read_ns.get(), Some(550.0));
+        let mut keep = LatencySignals::new(1, 0.5);
+        keep.observe(&obs(&[(4, 4_000, 0, 0)]));
+        keep.observe(&obs(&[(0, 0, 0, 0)]));
+        assert_eq!(keep.device(0).all_ns.get(), Some(1_000.0));
     }
 
     /// Little's law: 2 in flight at 4 operations per ms is 500 µs.

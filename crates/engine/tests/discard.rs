@@ -8,7 +8,7 @@ mod common;
 
 use std::os::unix::fs::MetadataExt;
 
-use common::{config, data_dir, stamp, version_of, Backend, Harness, BS};
+use common::{check_reads_after_trim, config, data_dir, stamp, Backend, Harness, BS};
 use tiermux_engine::buf::AlignedBuf;
 use tiermux_engine::Request;
 
@@ -50,23 +50,7 @@ fn write_trim_flush(tag: &str, discard: bool) -> (u64, u64, u64) {
     assert!(errors.is_empty(), "requests failed: {errors:?}");
     h.client.done.clear();
     let discarded = h.vol().stats().discarded_blocks;
-    for b in 0..32u64 {
-        let offset = b * BS as u64;
-        h.submit(
-            b,
-            Request::Read {
-                offset,
-                len: BS as u32,
-            },
-        );
-    }
-    h.idle();
-    for d in std::mem::take(&mut h.client.done) {
-        let data = d.data.expect("read data");
-        let bytes = &data[d.data_offset..d.data_offset + BS];
-        let want = if (8..24).contains(&d.id) { 0 } else { 1 };
-        assert_eq!(version_of(d.id as usize, bytes), Ok(want), "block {}", d.id);
-    }
+    check_reads_after_trim(&mut h, 32, 8..24);
     h.close();
     std::fs::remove_dir_all(&dir).ok();
     (discarded, before, after)

@@ -14,7 +14,10 @@
 
 mod common;
 
-use common::{config, data_dir, stamp, version_of, Backend, Harness, BS, MODES, VOL_BYTES};
+use common::{
+    check_reads_after_trim, config, data_dir, stamp, version_of, Backend, Harness, BS, MODES,
+    VOL_BYTES,
+};
 use tiermux_core::rng::Rng;
 use tiermux_engine::buf::AlignedBuf;
 use tiermux_engine::Request;
@@ -517,23 +520,7 @@ fn trim_releases_cached_and_dirty_copies() {
     h.close();
     let mut h = Harness::open(&cfg, Backend::Sim(12));
     assert_eq!(h.vol().at_risk_blocks(0), 16, "after a restart too");
-    for b in 0..32u64 {
-        let offset = b * BS as u64;
-        h.submit(
-            b,
-            Request::Read {
-                offset,
-                len: BS as u32,
-            },
-        );
-    }
-    h.idle();
-    for d in std::mem::take(&mut h.client.done) {
-        let data = d.data.expect("read data");
-        let bytes = &data[d.data_offset..d.data_offset + BS];
-        let want = if (8..24).contains(&d.id) { 0 } else { 1 };
-        assert_eq!(version_of(d.id as usize, bytes), Ok(want), "block {}", d.id);
-    }
+    check_reads_after_trim(&mut h, 32, 8..24);
     h.close();
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -567,6 +567,22 @@ mod tests {
         assert!(counts[0] > counts[1] && counts[1] > counts[10] && counts[10] > counts[500]);
     }
 
+    /// The first `n` requests' first blocks and discards.
+    fn blocks_and_discards(
+        spec: &WorkloadSpec,
+        ws: u64,
+        vol: u64,
+        n: usize,
+    ) -> Vec<(u64, Option<(u64, u64)>)> {
+        let mut w = Workload::new(spec, ws, vol, 1);
+        (0..n)
+            .map(|_| {
+                let g = w.next(0);
+                (g.block, g.discard)
+            })
+            .collect()
+    }
+
     /// A log that discards ahead frees each aligned chunk as its writes
     /// enter it, cut at the end of the log.
     #[test]
@@ -578,15 +594,8 @@ mod tests {
             discard_chunk_blocks: Some(4),
             ..WorkloadSpec::default()
         };
-        let mut w = Workload::new(&spec, 10, 12, 1);
-        let got: Vec<(u64, Option<(u64, u64)>)> = (0..7)
-            .map(|_| {
-                let g = w.next(0);
-                (g.block, g.discard)
-            })
-            .collect();
         assert_eq!(
-            got,
+            blocks_and_discards(&spec, 10, 12, 7),
             [
                 (0, Some((0, 4))),
                 (2, None),
@@ -609,15 +618,8 @@ mod tests {
             discard_chunk_blocks: Some(2),
             ..WorkloadSpec::default()
         };
-        let mut w = Workload::new(&spec, 8, 8, 1);
-        let got: Vec<(u64, Option<(u64, u64)>)> = (0..10)
-            .map(|_| {
-                let g = w.next(0);
-                (g.block, g.discard)
-            })
-            .collect();
         assert_eq!(
-            got,
+            blocks_and_discards(&spec, 8, 8, 10),
             [
                 (0, Some((0, 2))),
                 (4, Some((4, 6))),

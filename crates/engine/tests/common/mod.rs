@@ -263,3 +263,21 @@ pub const MODES: &[(&str, &str)] = &[
     ("s-rac", ""),
     ("raid1", ""),
 ];
+
+/// Reads blocks `0..blocks`, each written once (version 1), and checks
+/// that those in `trimmed` read as their home copy (never written: zeros)
+/// and the others as version 1.
+pub fn check_reads_after_trim(h: &mut Harness, blocks: u64, trimmed: std::ops::Range<u64>) {
+    for b in 0..blocks {
+        let offset = b * BS as u64;
+        let len = BS as u32;
+        h.submit(b, Request::Read { offset, len });
+    }
+    h.idle();
+    for d in std::mem::take(&mut h.client.done) {
+        let data = d.data.expect("read data");
+        let bytes = &data[d.data_offset..d.data_offset + BS];
+        let want = if trimmed.contains(&d.id) { 0 } else { 1 };
+        assert_eq!(version_of(d.id as usize, bytes), Ok(want), "block {}", d.id);
+    }
+}

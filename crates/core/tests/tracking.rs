@@ -526,6 +526,7 @@ fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
         "wa_write_hit" => pick(rng, &["update", "invalidate"]),
         "cleaning" => pick(rng, &["selective", "all", "off"]),
         "idle_latency" => pick(rng, &["keep", "unloaded"]),
+        "migration_rule" => pick(rng, &["algorithm1", "away_from_slower"]),
         "target" => pick(
             rng,
             &[

@@ -33,7 +33,9 @@ use crate::params::Params;
 use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
 use crate::tiering::latency::{IdleLatency, LatencySignals};
 use crate::tiering::migrator::{ranked, Allowed};
-use crate::tiering::offload::{Decision, Migration, MirrorChange, OffloadController};
+use crate::tiering::offload::{
+    Decision, Migration, MigrationRule, MirrorChange, OffloadController,
+};
 use crate::tiering::tiers::{Class, Move};
 use crate::types::{Access, Op, Outcome};
 use crate::Job;
@@ -74,6 +76,7 @@ struct MostSettings {
     reclaim_free_fraction: f64,
     clean_min_rewrite_distance: Option<f64>,
     idle_latency: IdleLatency,
+    migration_rule: MigrationRule,
 }
 
 /// The names [`MostSettings`] reads.
@@ -88,6 +91,7 @@ const MOST_LIVE_PARAMS: &[&str] = &[
     "clean_min_rewrite_distance",
     "cleaning",
     "idle_latency",
+    "migration_rule",
 ];
 
 impl MostSettings {
@@ -121,6 +125,18 @@ impl MostSettings {
             {
                 "unloaded" => IdleLatency::Unloaded,
                 _ => IdleLatency::Keep,
+            },
+            migration_rule: match p
+                .choice(
+                    "migration_rule",
+                    "algorithm1",
+                    &["algorithm1", "away_from_slower"],
+                )
+                .map_err(&e)?
+                .as_str()
+            {
+                "away_from_slower" => MigrationRule::AwayFromSlower,
+                _ => MigrationRule::Algorithm1,
             },
         })
     }
@@ -156,6 +172,7 @@ impl Most {
         self.latency.set_idle(s.idle_latency);
         self.controller
             .retune(s.ratio_step, s.theta, s.offload_ratio_max);
+        self.controller.set_rule(s.migration_rule);
         self.mirror_max_segments = (s.mirror_max_fraction * segments).floor() as u32;
         self.mirror_step_segments =
             ((s.mirror_step_mb * 1e6 / self.segment_bytes).ceil() as u32).max(1);

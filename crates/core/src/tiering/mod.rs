@@ -28,5 +28,5 @@ pub mod tiers;
 pub use budget::{Direction, MigrationBudget};
 pub use heat::{Heat, HeatMap};
 pub use latency::{DeviceLatency, IdleLatency, LatencySignals};
-pub use offload::{Decision, Migration, MirrorChange, OffloadController};
+pub use offload::{Decision, Migration, MigrationRule, MirrorChange, OffloadController};
 pub use tiers::{Class, Move, Tiers};

@@ -16,8 +16,12 @@
 //!   migrate only toward the performance device;
 //! - otherwise the latencies are equal within θ: stop all migration.
 //!
-//! The paper does not say which migrations run while the ratio is still
-//! moving; here both directions are allowed then ([`Migration::Both`]).
+//! Which migrations run while the ratio is still moving: Algorithm 1 as
+//! printed says nothing (its "only migrate to ..." lines sit under the
+//! ratio's limits), and by default both directions are allowed then
+//! ([`MigrationRule::Algorithm1`]). §3.2.3 ("Migration Regulation") states
+//! a rule for every interval: migrate only away from the device with the
+//! higher latency, none when they are equal ([`MigrationRule::AwayFromSlower`]).
 //! Defaults are the paper's: θ = 0.05, ratioStep = 0.02, and no tail cap
 //! (offloadRatioMax = 1).
 
@@ -32,6 +36,18 @@ pub enum Migration {
     ToPerformanceOnly,
     /// None: the devices are balanced.
     Stop,
+}
+
+/// Which migrations run while the offload ratio moves (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MigrationRule {
+    /// Algorithm 1 as printed: both directions until the ratio reaches a
+    /// limit.
+    #[default]
+    Algorithm1,
+    /// §3.2.3: always only away from the slower device.
+    AwayFromSlower,
 }
 
 /// What Algorithm 1 asks of the mirrored class.
@@ -63,6 +79,7 @@ pub struct OffloadController {
     max_steps: u32,
     ratio_step: f64,
     theta: f64,
+    rule: MigrationRule,
 }
 
 impl OffloadController {
@@ -89,14 +106,21 @@ impl OffloadController {
             max_steps,
             ratio_step,
             theta,
+            rule: MigrationRule::Algorithm1,
         }
+    }
+
+    /// Sets which migrations run while the ratio moves.
+    pub fn set_rule(&mut self, rule: MigrationRule) {
+        self.rule = rule;
     }
 
     /// Takes on new settings while running: the ratio stays the nearest
     /// whole number of new steps to where it was, at most the new maximum.
     pub fn retune(&mut self, ratio_step: f64, theta: f64, ratio_max: f64) {
-        let ratio = self.offload_ratio();
+        let (ratio, rule) = (self.offload_ratio(), self.rule);
         *self = OffloadController::new(ratio_step, theta, ratio_max);
+        self.rule = rule;
         self.steps = ((ratio / ratio_step).round() as u32).min(self.max_steps);
     }
 
@@ -124,11 +148,17 @@ impl OffloadController {
             } else {
                 self.steps += 1;
             }
+            if self.rule == MigrationRule::AwayFromSlower {
+                migration = Migration::ToCapacityOnly;
+            }
         } else if perf_latency < (1.0 - self.theta) * cap_latency {
             if self.steps == 0 {
                 migration = Migration::ToPerformanceOnly;
             } else {
                 self.steps -= 1;
+            }
+            if self.rule == MigrationRule::AwayFromSlower {
+                migration = Migration::ToPerformanceOnly;
             }
         } else {
             migration = Migration::Stop;
@@ -150,6 +180,32 @@ impl Default for OffloadController {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// While the ratio climbs or falls, Algorithm 1 as printed lets both
+    /// directions migrate; §3.2.3's rule only migrates away from the
+    /// slower device.
+    #[test]
+    fn the_migration_rule_decides_what_runs_while_the_ratio_moves() {
+        let mut printed = OffloadController::new(0.1, 0.05, 1.0);
+        let mut text = OffloadController::new(0.1, 0.05, 1.0);
+        text.set_rule(MigrationRule::AwayFromSlower);
+        assert_eq!(printed.tune(200.0, 100.0, false).migration, Migration::Both);
+        assert_eq!(
+            text.tune(200.0, 100.0, false).migration,
+            Migration::ToCapacityOnly
+        );
+        assert_eq!(printed.tune(50.0, 100.0, false).migration, Migration::Both);
+        assert_eq!(
+            text.tune(50.0, 100.0, false).migration,
+            Migration::ToPerformanceOnly
+        );
+        text.retune(0.02, 0.05, 1.0);
+        assert_eq!(
+            text.tune(200.0, 100.0, false).migration,
+            Migration::ToCapacityOnly,
+            "retuning keeps the rule"
+        );
+    }
 
     #[test]
     fn retuning_keeps_the_ratio_to_the_nearest_new_step_within_the_new_maximum() {

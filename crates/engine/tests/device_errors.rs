@@ -108,12 +108,18 @@ struct Run<'a> {
 impl<'a> Run<'a> {
     fn new(tag: &'a str, policy: &'a str, extra: &'a str, seed: u64) -> Run<'a> {
         let dir = data_dir(tag, true);
+        let mut cfg = config(&dir, policy, extra);
+        // Runs with odd seeds discard freed space on every device (a
+        // failing device fails its discards too).
+        for d in &mut cfg.devices {
+            d.discard = seed % 2 == 1;
+        }
         Run {
             tag,
             policy,
             extra,
             seed,
-            cfg: config(&dir, policy, extra),
+            cfg,
             machine: Machine::new(),
             m: Model {
                 issued: vec![0; BLOCKS],

@@ -432,7 +432,10 @@ impl Workload {
             return None;
         }
         let first = (oldest_live - chunk) % self.volume_blocks;
-        debug_assert!(self.volume_blocks.is_multiple_of(chunk));
+        assert!(
+            self.volume_blocks.is_multiple_of(chunk),
+            "a log discarding chunks needs a volume of whole chunks"
+        );
         Some((first, first + chunk))
     }
 }

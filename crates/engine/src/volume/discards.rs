@@ -36,8 +36,11 @@ use crate::slab::Slab;
 /// itself (4,096 places of 4 KiB are 16 MiB of space).
 pub(super) const DISCARD_BATCH_PLACES: usize = 4096;
 
-/// Most blocks one discard operation covers.
-const MAX_DISCARD_BLOCKS: u64 = 1 << 18;
+/// Most blocks one discard operation covers (8 MiB of 4 KiB blocks):
+/// large enough that freeing a few segments is one call, small enough
+/// that the power-loss models, which keep a copy of what a discard leaves
+/// until a sync, never hold a large one.
+const MAX_DISCARD_BLOCKS: u64 = 2048;
 
 /// One discard in flight: device, first address and blocks.
 struct DiscardOp {

@@ -33,6 +33,26 @@ fn state(r: &RunResult, name: &str) -> f64 {
         .1
 }
 
+/// The mean of the controller's `name` over the samples after the 20 s
+/// warm-up (the signals oscillate around their balance from one 200 ms
+/// quantum to the next, so one moment's values say little).
+fn measured_mean(r: &RunResult, name: &str) -> f64 {
+    let values: Vec<f64> = r
+        .samples
+        .iter()
+        .filter(|s| s.t_s > 20.0)
+        .map(|s| {
+            s.controller
+                .iter()
+                .find(|(k, _)| k == name)
+                .unwrap_or_else(|| panic!("{} samples no {name}", r.policy))
+                .1
+        })
+        .collect();
+    assert!(values.len() >= 10, "{} samples after warm-up", values.len());
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
 /// The ceiling of any policy on this pair at 4 KiB: both devices' MOST
 /// Table 1 bandwidths at once, in requests per second.
 fn both_devices_ops_per_s(write: bool) -> f64 {
@@ -65,8 +85,9 @@ fn under_low_load_most_is_classic_tiering() {
 /// data" (§2.3); HeMem "does not offload traffic to the capacity device
 /// once the performance device's bandwidth is saturated" (§4.1). At 16x
 /// (96 threads) MOST reaches at least 1.35x HeMem reading and 1.5x writing,
-/// within the two devices' combined bandwidth, with the devices' latencies
-/// within 15 % and less than 5 % of the capacity mirrored.
+/// within the two devices' combined bandwidth, with the devices' smoothed
+/// latencies, averaged over the measured time, within 15 % and less than
+/// 5 % of the capacity mirrored.
 #[test]
 fn under_high_load_most_uses_both_devices() {
     for (label, write, min_gain) in [("read-only", false, 1.35), ("write-only", true, 1.5)] {
@@ -80,7 +101,10 @@ fn under_high_load_most_uses_both_devices() {
             m.throughput_ops_per_s
         );
         assert_eq!(h.devices[1].bytes_per_s, 0.0, "{label}: HeMem offloaded");
-        let (lp, lc) = (state(m, "latency_perf_us"), state(m, "latency_cap_us"));
+        let (lp, lc) = (
+            measured_mean(m, "latency_perf_us"),
+            measured_mean(m, "latency_cap_us"),
+        );
         assert!(
             (lp - lc).abs() <= 0.15 * lc,
             "{label}: latencies {lp:.1} and {lc:.1} us"

@@ -213,12 +213,7 @@ impl Simulator {
         let parts = std::mem::take(&mut self.merging.parts[slot as usize]);
         let d = device as usize;
         let last = parts.last().expect("a merged request has parts").addr;
-        assert!(
-            (last as usize) < self.content[d].len(),
-            "policy '{}' addressed block {last} of device {d}, which has {}",
-            self.dispatcher.policy().name(),
-            self.content[d].len()
-        );
+        self.assert_addressable(d, last);
         self.devices[d].complete(dir);
         let dead = self.is_dead(device);
         if !dead {

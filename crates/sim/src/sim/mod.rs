@@ -653,6 +653,18 @@ impl Simulator {
         }
     }
 
+    /// Asserts that `addr` is inside device `d`: a policy that addresses
+    /// past it has a bug.
+    #[inline(always)]
+    fn assert_addressable(&self, d: usize, addr: u64) {
+        assert!(
+            (addr as usize) < self.content[d].len(),
+            "policy '{}' addressed block {addr} of device {d}, which has {}",
+            self.dispatcher.policy().name(),
+            self.content[d].len()
+        );
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn io_done(
         &mut self,
@@ -665,12 +677,7 @@ impl Simulator {
         submitted_ns: u64,
     ) {
         let d = device as usize;
-        assert!(
-            (addr as usize) < self.content[d].len(),
-            "policy '{}' addressed block {addr} of device {d}, which has {}",
-            self.dispatcher.policy().name(),
-            self.content[d].len()
-        );
+        self.assert_addressable(d, addr);
         self.devices[d].complete(dir);
         if self.is_dead(device) {
             self.dispatcher.fail(flight, index);

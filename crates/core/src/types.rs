@@ -89,6 +89,13 @@ pub struct Io {
 pub struct Plan {
     /// Operations in submission order; `after` indices refer to this list.
     pub ios: Vec<Io>,
+    /// Whether the operations that wait for a read are handed out only
+    /// once every read of the plan has completed: a copy of many blocks
+    /// is then read whole and written whole, and its writes reach their
+    /// device together, in plan order, as one sequential transfer (a
+    /// buffer cache's flush of a run of dirty pages) rather than one by
+    /// one in the order their reads happened to complete.
+    pub gather: bool,
 }
 
 impl Plan {
@@ -159,9 +166,10 @@ impl Plan {
         self.ios.iter().any(|io| io.dir == Op::Write)
     }
 
-    /// Removes every operation.
+    /// Removes every operation and turns gathering off.
     pub fn clear(&mut self) {
         self.ios.clear();
+        self.gather = false;
     }
 }
 

@@ -260,6 +260,16 @@ struct Flight {
     failures: Failures,
     /// An operation the client waits for failed.
     client_failed: bool,
+    /// The plan gathers its copies ([`Plan::gather`]).
+    gather: bool,
+    /// In a gathering plan, the reads not yet completed.
+    reads_waiting: u32,
+    /// In a gathering plan, the reads that failed (their dependents were
+    /// skipped).
+    failed_reads: Vec<PlanIndex>,
+    /// Per operation, how many later operations copy what it returns;
+    /// built on the first [`Dispatcher::copies_fed`] call for the plan.
+    fed: Vec<u32>,
 }
 
 /// Counters about the dispatcher itself.
@@ -447,6 +457,26 @@ impl Dispatcher {
         ios[index as usize + 1..].iter().any(|io| io.after == index)
     }
 
+    /// How many later operations of plan `flight` copy the data that its
+    /// operation `index` returns. Each is handed out once, after `index`
+    /// completed (at once, or with the rest of a gathering plan's copies),
+    /// so a driver may hand each of them a reference to the buffer
+    /// `index` filled.
+    pub fn copies_fed(&mut self, flight: u32, index: PlanIndex) -> u32 {
+        let f = &mut self.flights[flight as usize];
+        assert!(
+            (index as usize) < f.ios.len(),
+            "operation {index} outside plan {flight}"
+        );
+        if f.fed.is_empty() {
+            f.fed.resize(f.ios.len(), 0);
+            for io in f.ios.iter().filter(|io| io.after != NO_DEP) {
+                f.fed[io.after as usize] += 1;
+            }
+        }
+        f.fed[index as usize]
+    }
+
     /// Counters about locking and jobs.
     pub fn stats(&self) -> DispatchStats {
         let mut s = self.stats;
@@ -621,6 +651,10 @@ impl Dispatcher {
             f.client_payload = payload;
         }
         let tag = f.work.tag();
+        if ok && f.gather && io.dir == Op::Read {
+            self.gathered_read(flight);
+            return;
+        }
         if ok {
             // Dependents come later in the plan (checked by `Plan::push`).
             for (j, dep) in f.ios.iter().enumerate().skip(index as usize + 1) {
@@ -649,6 +683,40 @@ impl Dispatcher {
             .collect();
         for j in skipped {
             self.account(flight, j, 0, false);
+        }
+        if self.flights[flight as usize].gather && io.dir == Op::Read {
+            self.flights[flight as usize].failed_reads.push(index);
+            self.gathered_read(flight);
+        }
+    }
+
+    /// A read of a gathering plan completed or failed; after its last
+    /// read, hands out every operation that waited for a read that
+    /// succeeded, in plan order.
+    fn gathered_read(&mut self, flight: u32) {
+        let f = &mut self.flights[flight as usize];
+        assert!(
+            f.reads_waiting > 0,
+            "plan {flight} completed more reads than it has"
+        );
+        f.reads_waiting -= 1;
+        if f.reads_waiting > 0 {
+            return;
+        }
+        let tag = f.work.tag();
+        for (j, dep) in f.ios.iter().enumerate() {
+            let src = dep.after;
+            if src == NO_DEP || f.ios[src as usize].dir != Op::Read || f.failed_reads.contains(&src)
+            {
+                continue;
+            }
+            self.ready.push_back(Ready {
+                flight,
+                index: j as PlanIndex,
+                io: *dep,
+                src_payload: f.payloads[src as usize],
+                tag,
+            });
         }
     }
 
@@ -790,6 +858,10 @@ impl Dispatcher {
                     pre: Vec::new(),
                     failures: Failures::default(),
                     client_failed: false,
+                    gather: false,
+                    reads_waiting: 0,
+                    failed_reads: Vec::new(),
+                    fed: Vec::new(),
                 });
                 (self.flights.len() - 1) as u32
             }
@@ -810,6 +882,13 @@ impl Dispatcher {
         f.acked = false;
         f.outcome = outcome;
         f.client_payload = 0;
+        f.gather = self.plan.gather;
+        f.failed_reads.clear();
+        f.fed.clear();
+        f.reads_waiting = match f.gather {
+            true => f.ios.iter().filter(|io| io.dir == Op::Read).count() as u32,
+            false => 0,
+        };
         for (i, io) in f.ios.iter().enumerate() {
             if io.after == NO_DEP {
                 self.ready.push_back(Ready {

@@ -231,3 +231,67 @@ fn a_read_feeds_a_copy_only_when_a_later_write_copies_it() {
     assert_eq!(hit[0].io.device, 0, "then it hits");
     assert!(!d.feeds_copy(hit[0].flight, hit[0].index));
 }
+
+/// A job copies its range from device 1 to device 0, gathered.
+struct GatheredCopy;
+
+impl Policy for GatheredCopy {
+    fn name(&self) -> &str {
+        "gathered-copy"
+    }
+    fn address_space(&self, _device: usize) -> u64 {
+        1 << 20
+    }
+    fn decide(&mut self, a: Access, ctx: &mut Ctx<'_>) -> Outcome {
+        ctx.plan.client(0, a.op, a.block);
+        Outcome::NotApplicable
+    }
+    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+        ctx.plan.gather = true;
+        for b in job.block..job.block + job.blocks as u64 {
+            ctx.plan.copy(None, (1, b), (0, b), Purpose::Flush, false);
+        }
+    }
+    fn finish_job(&mut self, _job: Job, _ctx: &mut TickCtx<'_>) {}
+}
+
+/// A gathering plan's writes wait for all of its reads, whatever order
+/// they complete in, and then come out together in plan order, each with
+/// its own read's data; a failed read's write is skipped and the plan
+/// still finishes.
+#[test]
+fn a_gathering_plan_writes_after_its_last_read_in_plan_order() {
+    let mut d = Dispatcher::new(Box::new(GatheredCopy), 1);
+    d.submit_job(Job {
+        block: 10,
+        blocks: 4,
+        kind: 0,
+    });
+    let reads = ready(&mut d);
+    assert_eq!(reads.len(), 4);
+    assert!(reads.iter().all(|r| r.io.dir == Op::Read));
+    // Complete in reverse order; the read of block 11 fails.
+    for r in reads.iter().rev().take(3) {
+        if r.io.addr == 11 {
+            d.fail(r.flight, r.index);
+        } else {
+            d.complete(r.flight, r.index, 100 + r.io.addr);
+        }
+        assert!(
+            ready(&mut d).is_empty(),
+            "a write left before the last read"
+        );
+    }
+    d.complete(reads[0].flight, reads[0].index, 110);
+    let writes = ready(&mut d);
+    let got: Vec<(u64, u64)> = writes.iter().map(|w| (w.io.addr, w.src_payload)).collect();
+    assert_eq!(got, vec![(10, 110), (12, 112), (13, 113)]);
+    assert!(writes
+        .iter()
+        .all(|w| w.io.dir == Op::Write && w.io.device == 0));
+    for w in &writes {
+        d.complete(w.flight, w.index, 0);
+    }
+    assert!(d.is_idle(), "the plan finished");
+    assert_eq!(d.stats().failed_ops, 2, "the read and its skipped write");
+}

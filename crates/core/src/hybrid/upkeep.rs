@@ -12,6 +12,9 @@ impl Hybrid {
     fn start(&mut self, job: Job, ctx: &mut Ctx<'_>) {
         match job.kind {
             JOB_FLUSH => {
+                // A run is read whole from NVRAM, then written home in
+                // one sequential write.
+                ctx.plan.gather = true;
                 let nvram = self.level(NVRAM).device;
                 for b in job.block..job.block + job.blocks as u64 {
                     let e = ctx.map.get(b);

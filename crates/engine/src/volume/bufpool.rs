@@ -1,6 +1,9 @@
 //! Reference-counted block buffers for device reads and copies: a read
-//! fills one, the copies that depend on it (fills, flushes) write from it,
-//! and it returns to the pool when the last of them is done.
+//! fills one and, when it completes, takes a reference for each copy
+//! that depends on it (fills, flushes), which that copy's write hands
+//! back when done; the buffer returns to the pool when the read and the
+//! last of them are done. A gathering plan's copies are handed out after
+//! all its reads, so a read's buffer must outlive the read.
 
 use crate::buf::AlignedBuf;
 
@@ -31,9 +34,17 @@ impl BufPool {
         self.refs.push(1);
         (self.bufs.len() - 1) as u32
     }
-    pub(super) fn retain(&mut self, id: u32) {
-        self.refs[id as usize] += 1;
+    /// Adds `n` references to a held buffer.
+    pub(super) fn retain_n(&mut self, id: u32, n: u32) {
+        let r = &mut self.refs[id as usize];
+        assert!(*r > 0, "buffer {id} retained while free");
+        *r += n;
     }
+    /// Buffers some operation still holds.
+    pub(super) fn held(&self) -> usize {
+        self.bufs.len() - self.free.len()
+    }
+
     pub(super) fn release(&mut self, id: u32) {
         let r = &mut self.refs[id as usize];
         assert!(*r > 0, "buffer {id} released more often than held");

@@ -61,9 +61,9 @@ impl Volume {
             }
             (Op::Write, tiermux_core::Purpose::Client) => (self.block_of_request(ready.tag), None),
             (Op::Write, _) => {
+                // The reference its source read handed it (`settle`).
                 assert_ne!(ready.src_payload, IN_PLACE, "a copy of data read in place");
                 let id = ready.src_payload as u32;
-                self.pool.retain(id);
                 (self.pool.bufs[id as usize].as_mut_ptr(), Some(id))
             }
             (Op::Read, _) => {
@@ -171,7 +171,13 @@ impl Volume {
         if ok {
             self.health.succeeded(op.device);
             let payload = match (op.dir, op.buf) {
-                (Op::Read, Some(id)) => id as u64,
+                (Op::Read, Some(id)) => {
+                    // One reference for each copy that writes from the
+                    // buffer, whenever the dispatcher hands it out.
+                    let copies = self.dispatcher.copies_fed(op.flight, op.index);
+                    self.pool.retain_n(id, copies);
+                    id as u64
+                }
                 (Op::Read, None) => IN_PLACE,
                 (Op::Write, _) => 0,
             };

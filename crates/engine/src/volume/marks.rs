@@ -60,11 +60,6 @@ struct MarkRun {
     waiters: Vec<usize>,
 }
 
-/// The pool buffer a copy (a write that is not the client's) writes from.
-fn copy_source(ready: &Ready) -> Option<u32> {
-    (ready.io.purpose != tiermux_core::Purpose::Client).then_some(ready.src_payload as u32)
-}
-
 impl Volume {
     /// True when a device write must wait for a mark (see the module
     /// documentation).
@@ -81,12 +76,9 @@ impl Volume {
     }
 
     /// Holds `ready` until a mark covers its location's release, or until
-    /// the discard of its location completes. A copy keeps the buffer its
-    /// source read filled.
+    /// the discard of its location completes. A copy keeps the reference
+    /// to its source read's buffer that the read handed it.
     pub(super) fn hold(&mut self, ready: Ready) {
-        if let Some(id) = copy_source(&ready) {
-            self.pool.retain(id);
-        }
         self.marks.wanted |= self.waits_for_mark(&ready);
         self.marks.held.push(ready);
         self.marks.writes_held += 1;
@@ -106,9 +98,6 @@ impl Volume {
                 self.marks.held.push(ready);
             } else {
                 self.issue(ready, r);
-                if let Some(id) = copy_source(&ready) {
-                    self.pool.release(id);
-                }
             }
         }
     }

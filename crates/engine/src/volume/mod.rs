@@ -221,11 +221,17 @@ impl Volume {
 
     /// True when no request, device operation or background job is in flight.
     pub fn is_idle(&self) -> bool {
-        self.reqs.is_empty()
+        let idle = self.reqs.is_empty()
             && self.ops.is_empty()
             && self.dispatcher.is_idle()
             && self.marks_idle()
-            && self.discards.idle()
+            && self.discards.idle();
+        assert!(
+            !idle || self.pool.held() == 0,
+            "{} block buffers held with nothing in flight",
+            self.pool.held()
+        );
+        idle
     }
 
     /// True when requests have finished and wait for

@@ -228,7 +228,7 @@ impl SimDevice {
 
     /// Submits an operation at `now_ns`; returns its completion time, ns.
     /// `purpose` indexes the per-purpose byte counters.
-    #[inline]
+    #[inline(always)]
     pub fn submit(&mut self, now_ns: u64, dir: Op, bytes: u64, addr: u64, purpose: usize) -> u64 {
         if let Some(array) = &mut self.array {
             let start = (now_ns as f64).max(self.pipe_free_ns);
@@ -302,6 +302,20 @@ impl SimDevice {
             c.read_bytes += bytes;
             c.read_bytes_by_purpose[purpose] += bytes;
         }
+    }
+
+    /// Moves `bytes` of a submitted operation from one purpose's counter
+    /// to another's: a merged operation is submitted under its first
+    /// block's purpose, and its other blocks may have other purposes.
+    pub fn recount_purpose(&mut self, dir: Op, bytes: u64, from: usize, to: usize) {
+        let by_purpose = match dir {
+            Op::Write => &mut self.counters.write_bytes_by_purpose,
+            Op::Read => &mut self.counters.read_bytes_by_purpose,
+        };
+        by_purpose[from] = by_purpose[from]
+            .checked_sub(bytes)
+            .expect("recounted bytes were counted under their first purpose");
+        by_purpose[to] += bytes;
     }
 
     /// Notes that an operation submitted earlier has completed.
@@ -378,6 +392,25 @@ mod tests {
         let t = d.submit(0, Op::Write, 4096, 0, 0);
         assert_eq!(t, 2_000 + 50_000);
         assert_eq!(d.counters.gc_pauses, 1);
+    }
+
+    /// A merged request's blocks of another purpose move to their own
+    /// counter; the totals stay those of the one request.
+    #[test]
+    fn recounting_moves_bytes_between_purposes() {
+        let mut d = SimDevice::new(DeviceModel::fixed_rate(1000.0));
+        d.submit(0, Op::Write, 3 * 4096, 0, 0);
+        d.recount_purpose(Op::Write, 4096, 0, 3);
+        assert_eq!(d.counters.write_bytes_by_purpose, [2 * 4096, 0, 0, 4096]);
+        assert_eq!(
+            (d.counters.write_ops, d.counters.write_bytes),
+            (1, 3 * 4096)
+        );
+        d.submit(0, Op::Read, 4096, 0, 1);
+        d.recount_purpose(Op::Read, 4096, 1, 2);
+        assert_eq!(d.counters.read_bytes_by_purpose, [0, 0, 4096, 0]);
+        let more = std::panic::catch_unwind(move || d.recount_purpose(Op::Read, 4096, 1, 2));
+        assert!(more.is_err(), "bytes never counted cannot move");
     }
 }
 

@@ -25,6 +25,7 @@ use crate::observe::Observation;
 use crate::policy::{Ctx, LockView, Policy, PolicyError, TickCtx};
 use crate::safe::Failures;
 
+pub mod merge;
 mod repair;
 use crate::types::{Access, Io, Job, Op, Outcome, Plan, PlanIndex, Purpose, NO_DEP};
 

@@ -11,14 +11,11 @@
 //! tried again block by block, so that an error lands on the blocks it
 //! belongs to.
 
+use tiermux_core::dispatch::merge::{merge_key, runs, MERGE_MAX_BLOCKS};
 use tiermux_core::{Op, Ready};
 
 use super::{token, DevOp, Volume, KIND_DEV_IO, KIND_MERGED_IO, KIND_MERGED_WAIT};
 use crate::reactor::Reactor;
-
-/// The most blocks one merged operation covers (1 MiB of 4 KiB blocks;
-/// below the kernel's limit of 1,024 buffers per vectored call).
-pub(super) const MERGE_MAX_BLOCKS: usize = 256;
 
 /// A vectored operation in flight over consecutive blocks of one device.
 pub(super) struct MergedOp {
@@ -52,30 +49,6 @@ impl MergedOp {
     }
 }
 
-/// Splits `batch`, sorted by device, direction and address, into runs of
-/// operations on consecutive addresses of one device in one direction, at
-/// most `max_blocks` long; returns each run's length, in order.
-pub(super) fn runs(batch: &[Ready], max_blocks: usize) -> Vec<usize> {
-    assert!(max_blocks >= 1, "a run holds at least one operation");
-    let mut lens = Vec::new();
-    let mut i = 0;
-    while i < batch.len() {
-        let (d, dir) = (batch[i].io.device, batch[i].io.dir);
-        let mut j = i + 1;
-        while j < batch.len()
-            && j - i < max_blocks
-            && batch[j].io.device == d
-            && batch[j].io.dir == dir
-            && batch[j].io.addr == batch[j - 1].io.addr + 1
-        {
-            j += 1;
-        }
-        lens.push(j - i);
-        i = j;
-    }
-    lens
-}
-
 /// `iov` with buffers that follow each other in memory joined into one.
 fn join_neighbours(iov: &[libc::iovec]) -> Vec<libc::iovec> {
     let mut joined: Vec<libc::iovec> = Vec::with_capacity(iov.len());
@@ -106,7 +79,7 @@ impl Volume {
             }
             !held
         });
-        batch.sort_by_key(|ready| (ready.io.device, ready.io.dir == Op::Write, ready.io.addr));
+        batch.sort_by_key(merge_key);
         let mut at = 0;
         for len in runs(batch, MERGE_MAX_BLOCKS) {
             match len {
@@ -246,25 +219,6 @@ impl Volume {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tiermux_core::types::NO_DEP;
-    use tiermux_core::{Io, Purpose};
-
-    fn ready(device: u8, dir: Op, addr: u64) -> Ready {
-        Ready {
-            flight: 0,
-            index: 0,
-            io: Io {
-                device,
-                dir,
-                addr,
-                purpose: Purpose::Client,
-                after: NO_DEP,
-                acks: true,
-            },
-            src_payload: 0,
-            tag: 0,
-        }
-    }
 
     #[test]
     fn buffers_next_to_each_other_are_joined() {
@@ -286,22 +240,5 @@ mod tests {
             .collect();
         assert_eq!(spans, vec![(0, 3), (4, 1), (3, 1)]);
         assert!(join_neighbours(&[]).is_empty());
-    }
-
-    #[test]
-    fn runs_break_at_gaps_devices_directions_and_the_limit() {
-        let batch = [
-            ready(0, Op::Read, 4),
-            ready(0, Op::Read, 5),
-            ready(0, Op::Read, 6),
-            ready(0, Op::Read, 8),  // gap
-            ready(0, Op::Write, 9), // direction
-            ready(0, Op::Write, 10),
-            ready(1, Op::Write, 11), // device
-            ready(1, Op::Write, 11), // same address twice: never merged
-        ];
-        assert_eq!(runs(&batch, 256), vec![3, 1, 2, 1, 1]);
-        assert_eq!(runs(&batch, 2), vec![2, 1, 1, 2, 1, 1]);
-        assert_eq!(runs(&[], 4), Vec::<usize>::new());
     }
 }

@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 
 use tiermux_core::rng::Rng;
 use tiermux_core::{
-    build_policy, Access, Dispatcher, Histogram, ObservationBuilder, Op, Outcome, Purpose, NO_TAG,
+    build_policy, Access, Dispatcher, Histogram, ObservationBuilder, Op, Outcome, NO_TAG,
 };
 
 use crate::config::{volume_spec, ClientMode, ConfigError, Resolved};
@@ -22,6 +22,7 @@ pub mod converge;
 mod failure;
 mod kv;
 mod loadx;
+mod merged;
 mod results;
 
 pub use loadx::{load_unit_workers, run};
@@ -58,6 +59,14 @@ enum Ev {
         dir: Op,
         addr: u64,
         data: u32,
+        submitted_ns: u64,
+    },
+    /// A merged request of several blocks' operations completes
+    /// (`merged.rs`).
+    IoRun {
+        slot: u32,
+        device: u8,
+        dir: Op,
         submitted_ns: u64,
     },
     Issue {
@@ -224,6 +233,8 @@ pub struct Simulator {
     kv: Option<kv::KvFront>,
     /// Where a trace run is in its trace.
     trace: Option<TraceCursor>,
+    /// Merged device requests in flight (`merged.rs`).
+    merging: merged::Merging,
     /// Devices that have failed (bit per device).
     dead_devices: u8,
     /// What the run's device failure did, once it happened.
@@ -327,6 +338,7 @@ impl Simulator {
             violation: None,
             kv: kv::front_for(&r),
             trace: r.trace.clone().map(TraceCursor::new),
+            merging: merged::Merging::default(),
             dead_devices: 0,
             failure: None,
             r,
@@ -407,6 +419,12 @@ impl Simulator {
                     data,
                     submitted_ns,
                 } => self.io_done(flight, index, device, dir, addr, data, submitted_ns),
+                Ev::IoRun {
+                    slot,
+                    device,
+                    dir,
+                    submitted_ns,
+                } => self.run_done(slot, device, dir, submitted_ns),
                 Ev::Issue { worker } => self.issue(worker),
                 Ev::KvCommand {
                     worker,
@@ -617,45 +635,34 @@ impl Simulator {
 
     fn drain(&mut self) {
         loop {
-            if let Some(r) = self.dispatcher.pop_ready() {
-                let d = r.io.device as usize;
-                let done = self.devices[d].submit(
-                    self.now,
-                    r.io.dir,
-                    self.block_size,
-                    r.io.addr,
-                    r.io.purpose.index(),
-                );
-                let data = match r.io.dir {
-                    Op::Write if r.io.purpose == Purpose::Client => {
-                        debug_assert_ne!(r.tag, NO_TAG);
-                        self.subs[r.tag as usize].version
-                    }
-                    Op::Write => r.src_payload as u32,
-                    Op::Read => 0,
-                };
-                self.push(
-                    done,
-                    Ev::Io {
-                        flight: r.flight,
-                        index: r.index,
-                        device: r.io.device,
-                        dir: r.io.dir,
-                        addr: r.io.addr,
-                        data,
-                        submitted_ns: self.now,
-                    },
-                );
-            } else if let Some(a) = self.dispatcher.pop_acked() {
-                if a.failed {
-                    self.failed_sub(a);
-                } else {
-                    self.acked_sub(a.tag as u32, a.access.op, a.outcome, a.payload as u32);
+            if let Some(first) = self.dispatcher.pop_ready() {
+                if self.issue_ready(first) {
+                    continue;
                 }
-            } else {
+                // Nothing else was ready, and submitting makes nothing
+                // ready: go on to the acknowledgements.
+            }
+            let Some(a) = self.dispatcher.pop_acked() else {
                 break;
+            };
+            if a.failed {
+                self.failed_sub(a);
+            } else {
+                self.acked_sub(a.tag as u32, a.access.op, a.outcome, a.payload as u32);
             }
         }
+    }
+
+    /// Asserts that `addr` is inside device `d`: a policy that addresses
+    /// past it has a bug.
+    #[inline(always)]
+    fn assert_addressable(&self, d: usize, addr: u64) {
+        assert!(
+            (addr as usize) < self.content[d].len(),
+            "policy '{}' addressed block {addr} of device {d}, which has {}",
+            self.dispatcher.policy().name(),
+            self.content[d].len()
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -670,12 +677,7 @@ impl Simulator {
         submitted_ns: u64,
     ) {
         let d = device as usize;
-        assert!(
-            (addr as usize) < self.content[d].len(),
-            "policy '{}' addressed block {addr} of device {d}, which has {}",
-            self.dispatcher.policy().name(),
-            self.content[d].len()
-        );
+        self.assert_addressable(d, addr);
         self.devices[d].complete(dir);
         if self.is_dead(device) {
             self.dispatcher.fail(flight, index);

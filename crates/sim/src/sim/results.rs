@@ -104,6 +104,14 @@ pub struct RunResult {
     pub dropped_requests: u64,
     /// Simulated events processed.
     pub events: u64,
+    /// Device requests that merged several blocks' operations on
+    /// consecutive addresses, as the engine merges them, over the whole
+    /// run (warm-up included).
+    #[serde(default)]
+    pub merged_device_requests: u64,
+    /// Blocks' operations carried by those requests.
+    #[serde(default)]
+    pub merged_blocks: u64,
     /// Seconds from the schedule's last load step until the throughput
     /// settles ([`super::converge`]); `None` without a step or when the
     /// phase is too short to tell.
@@ -343,6 +351,8 @@ impl Simulator {
             reads_checked: self.reads_checked,
             dropped_requests: self.dropped,
             events: self.events_processed,
+            merged_device_requests: self.merging.merged_ops,
+            merged_blocks: self.merging.merged_blocks,
             convergence_s,
             kv,
             failure: self.failure,

@@ -4,8 +4,8 @@ use super::*;
 use crate::policy::TickCtx;
 
 /// Every access writes or reads device 0 at the block; a job copies its
-/// range from device 1 to device 0.
-struct Direct;
+/// range from device 1 to device 0, gathered when the flag says so.
+struct Direct(bool);
 
 impl Policy for Direct {
     fn name(&self) -> &str {
@@ -19,6 +19,7 @@ impl Policy for Direct {
         Outcome::NotApplicable
     }
     fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
+        ctx.plan.gather = self.0;
         for b in job.block..job.block + job.blocks as u64 {
             ctx.plan.copy(None, (1, b), (0, b), Purpose::Migrate, false);
         }
@@ -83,7 +84,7 @@ fn a_failed_shared_read_is_repaired_when_the_last_reader_leaves() {
 
 #[test]
 fn a_range_job_waits_for_its_blocks_and_writes_wait_for_it() {
-    let mut d = Dispatcher::new(Box::new(Direct), 1);
+    let mut d = Dispatcher::new(Box::new(Direct(false)), 1);
     let write = |block| Access {
         block,
         op: Op::Write,
@@ -232,36 +233,13 @@ fn a_read_feeds_a_copy_only_when_a_later_write_copies_it() {
     assert!(!d.feeds_copy(hit[0].flight, hit[0].index));
 }
 
-/// A job copies its range from device 1 to device 0, gathered.
-struct GatheredCopy;
-
-impl Policy for GatheredCopy {
-    fn name(&self) -> &str {
-        "gathered-copy"
-    }
-    fn address_space(&self, _device: usize) -> u64 {
-        1 << 20
-    }
-    fn decide(&mut self, a: Access, ctx: &mut Ctx<'_>) -> Outcome {
-        ctx.plan.client(0, a.op, a.block);
-        Outcome::NotApplicable
-    }
-    fn start_job(&mut self, job: Job, ctx: &mut Ctx<'_>) {
-        ctx.plan.gather = true;
-        for b in job.block..job.block + job.blocks as u64 {
-            ctx.plan.copy(None, (1, b), (0, b), Purpose::Flush, false);
-        }
-    }
-    fn finish_job(&mut self, _job: Job, _ctx: &mut TickCtx<'_>) {}
-}
-
 /// A gathering plan's writes wait for all of its reads, whatever order
 /// they complete in, and then come out together in plan order, each with
 /// its own read's data; a failed read's write is skipped and the plan
 /// still finishes.
 #[test]
 fn a_gathering_plan_writes_after_its_last_read_in_plan_order() {
-    let mut d = Dispatcher::new(Box::new(GatheredCopy), 1);
+    let mut d = Dispatcher::new(Box::new(Direct(true)), 1);
     d.submit_job(Job {
         block: 10,
         blocks: 4,

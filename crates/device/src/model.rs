@@ -184,9 +184,6 @@ pub struct SimDevice {
     inflight_writes: u32,
     /// Draws which operations are slow ([`Tail`]).
     rng: Rng,
-    /// A disk array's queue, which then times every operation instead of
-    /// the model.
-    array: Option<crate::array::ArrayTiming>,
     /// Cumulative counters.
     pub counters: DeviceCounters,
 }
@@ -211,14 +208,8 @@ impl SimDevice {
             inflight_reads: 0,
             inflight_writes: 0,
             rng: Rng::new(seed),
-            array: None,
             counters: DeviceCounters::default(),
         }
-    }
-
-    /// Times every operation by `array` from now on, instead of the model.
-    pub fn attach_array(&mut self, array: crate::array::ArrayTiming) {
-        self.array = Some(array);
     }
 
     /// Operations in flight (reads, writes).
@@ -230,14 +221,6 @@ impl SimDevice {
     /// `purpose` indexes the per-purpose byte counters.
     #[inline(always)]
     pub fn submit(&mut self, now_ns: u64, dir: Op, bytes: u64, addr: u64, purpose: usize) -> u64 {
-        if let Some(array) = &mut self.array {
-            let start = (now_ns as f64).max(self.pipe_free_ns);
-            let done = array.submit(now_ns, dir, bytes, addr);
-            self.counters.busy_ns += (done as f64 - start).max(0.0);
-            self.pipe_free_ns = done as f64;
-            self.count(dir, bytes, purpose);
-            return done;
-        }
         let m = &self.model;
         let now = now_ns as f64;
         let (dm, is_write) = match dir {
@@ -285,6 +268,20 @@ impl SimDevice {
         self.count(dir, bytes, purpose);
         // Round up so that a positive service time never completes "now".
         ceil_ns(done).max(now_ns + 1)
+    }
+
+    /// Counts an operation submitted to a device that something else
+    /// times (a disk array's queue, [`crate::array::ArrayTiming`]), which
+    /// serves it for `service_ns` once it starts (0 until it does:
+    /// [`SimDevice::note_service`]).
+    pub fn note_timed_elsewhere(&mut self, dir: Op, bytes: u64, purpose: usize) {
+        self.count(dir, bytes, purpose);
+    }
+
+    /// Counts `service_ns` of busy time spent on an operation timed
+    /// elsewhere.
+    pub fn note_service(&mut self, service_ns: u64) {
+        self.counters.busy_ns += service_ns as f64;
     }
 
     /// Counts a submitted operation.

@@ -180,8 +180,11 @@ impl Device {
         self.file.as_raw_fd()
     }
 
-    /// Notes a submission; returns the earliest time (ns on the loop's
-    /// clock) any layer lets it complete, or 0 for no constraint.
+    /// Notes the submission of the operation the volume knows as
+    /// `token`; returns the earliest time (ns on the loop's clock) any
+    /// layer lets it complete, 0 for no constraint, or
+    /// [`crate::emulate::NOT_YET`] when a layer holds it (a later
+    /// [`Device::completed`] releases it).
     pub fn submitted(
         &mut self,
         now_ns: u64,
@@ -189,6 +192,7 @@ impl Device {
         bytes: u64,
         addr: u64,
         purpose: usize,
+        token: u64,
     ) -> u64 {
         match dir {
             Op::Read => self.inflight.0 += 1,
@@ -196,13 +200,19 @@ impl Device {
         }
         self.layers
             .iter_mut()
-            .map(|l| l.submitted(now_ns, dir, bytes, addr, purpose))
+            .map(|l| l.submitted(now_ns, dir, bytes, addr, purpose, token))
             .max()
             .unwrap_or(0)
     }
 
-    /// Notes a completion of `bytes`, `latency_ns` after its submission.
-    pub fn completed(&mut self, dir: Op, bytes: u64, latency_ns: u64) {
+    /// Notes a completion of `bytes`, `latency_ns` after its submission;
+    /// returns an operation a layer held and now releases, if any.
+    pub fn completed(
+        &mut self,
+        dir: Op,
+        bytes: u64,
+        latency_ns: u64,
+    ) -> Option<crate::emulate::Released> {
         match dir {
             Op::Read => {
                 self.inflight.0 = self
@@ -225,9 +235,16 @@ impl Device {
                 self.counters.write_latency.record(latency_ns);
             }
         }
+        let mut released = None;
         for l in &mut self.layers {
-            l.completed(dir);
+            if let Some(r) = l.completed(dir) {
+                // Only a disk array holds operations, and a device has at
+                // most one (`config.rs`: a profile or an array).
+                assert!(released.is_none(), "two layers released operations");
+                released = Some(r);
+            }
         }
+        released
     }
 }
 

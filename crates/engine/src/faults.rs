@@ -127,11 +127,14 @@ impl Layer for Injected {
         _bytes: u64,
         _addr: u64,
         _purpose: usize,
+        _token: u64,
     ) -> u64 {
         0
     }
 
-    fn completed(&mut self, _dir: Op) {}
+    fn completed(&mut self, _dir: Op) -> Option<crate::emulate::Released> {
+        None
+    }
 
     fn fails(&mut self, op: FaultOp) -> bool {
         self.ops += 1;

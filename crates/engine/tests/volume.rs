@@ -15,8 +15,8 @@
 mod common;
 
 use common::{
-    check_reads_after_trim, config, data_dir, stamp, version_of, Backend, Harness, BS, MODES,
-    VOL_BYTES,
+    check_reads_after_trim, config, config_with_slow, data_dir, stamp, version_of, Backend,
+    Harness, BS, MODES, VOL_BYTES,
 };
 use tiermux_core::rng::Rng;
 use tiermux_engine::buf::AlignedBuf;
@@ -34,6 +34,8 @@ struct Spec<'a> {
     tag: &'a str,
     policy: &'a str,
     extra: &'a str,
+    /// Lines added to the slow device's table.
+    slow: &'a str,
     seed: u64,
     /// Requests to issue.
     ops: usize,
@@ -62,7 +64,7 @@ struct Outcome {
 /// checking every read against the model.
 fn run(spec: &Spec<'_>) -> Outcome {
     let dir = data_dir(spec.tag, spec.memory);
-    let cfg = config(&dir, spec.policy, spec.extra);
+    let cfg = config_with_slow(&dir, spec.policy, spec.extra, spec.slow);
     let mut rng = Rng::new(spec.seed);
     let mut model: Vec<Option<u8>> = vec![Some(0); VOL_BYTES];
     let reopen_backend = |n: u64| match spec.backend {
@@ -273,6 +275,7 @@ fn reads_return_the_last_acknowledged_write_across_restarts() {
             tag: &format!("clean{i}"),
             policy,
             extra,
+            slow: "",
             seed: 11 + i as u64,
             ops: 3000,
             restart_every: 400,
@@ -295,6 +298,7 @@ fn acknowledged_writes_survive_crashes() {
                 tag: &format!("crash{i}-{seed}"),
                 policy,
                 extra,
+                slow: "",
                 seed: 100 + seed + i as u64 * 7,
                 ops: 3000,
                 restart_every: 60,
@@ -318,6 +322,7 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
             tag: &format!("simcrash{i}"),
             policy,
             extra,
+            slow: "",
             seed: 500 + i as u64,
             ops: 20_000,
             restart_every: 12,
@@ -370,6 +375,41 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
     assert!(merged_ops > 1000, "{merged_ops} merged operations");
 }
 
+/// On an emulated disk array, whose queue holds the operations that
+/// arrive while it is busy and lets them go one at a time in its
+/// elevator's order: every read checks out, crashes included, in virtual
+/// time and on real threads, for the policies that run over arrays.
+#[test]
+fn held_operations_of_an_emulated_array_complete_and_read_back() {
+    // Each policy with the index of its home device, the array.
+    let policies = [
+        ("hibachi", "run_threshold = 2", 2),
+        ("hybrid-lru", "", 1),
+        ("tica-a", "smbi_steps = 1", 3),
+        ("classic", "write_mode = \"wb\"", 1),
+    ];
+    for (i, &(policy, extra, home)) in policies.iter().enumerate() {
+        for (backend, ops) in [(Backend::Sim(40 + i as u64), 4000), (Backend::Threads, 400)] {
+            let out = run(&Spec {
+                tag: &format!("array{i}-{ops}"),
+                policy,
+                extra,
+                slow: "array = \"raid5-hibachi\"",
+                seed: 30 + i as u64,
+                ops,
+                restart_every: 40,
+                crash: true,
+                memory: true,
+                backend,
+            });
+            assert!(
+                out.reads > ops as u64 / 4 && out.fingerprint[2 * home] > 0,
+                "{policy} {backend:?}: {out:?}"
+            );
+        }
+    }
+}
+
 /// Under the simulated reactor the same seed gives the same run.
 #[test]
 fn virtual_time_runs_are_deterministic() {
@@ -377,6 +417,7 @@ fn virtual_time_runs_are_deterministic() {
         tag,
         policy: "nhc",
         extra: "write_mode = \"wb\"\nwindow_ms = 1.0\nmin_window_ops = 8",
+        slow: "",
         seed: 77,
         ops: 3000,
         restart_every: 50,

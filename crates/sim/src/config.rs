@@ -277,9 +277,9 @@ pub const ARRAY_PREFIX: &str = "array:";
 
 /// The model kept for an array device (`devices[i]` = `array:NAME`): the
 /// `hdd` profile's, for what reads a model; the array's queue times its
-/// operations ([`tiermux_device::SimDevice::attach_array`]).
+/// operations ([`tiermux_device::array::ArrayTiming`]).
 fn array_model(i: usize, name: &str, block_size: u32) -> Result<DeviceModel, ConfigError> {
-    if tiermux_device::array::ArrayTiming::named(name, block_size.max(1) as u64).is_none() {
+    if tiermux_device::array::ArrayTiming::<()>::named(name, block_size.max(1) as u64).is_none() {
         return Err(ConfigError::new(
             format!("devices[{i}]"),
             format!(

@@ -9,6 +9,7 @@ use super::{
     split_tag, token, DevOp, Volume, IN_PLACE, KIND_DEV_IO, KIND_DISCARD, KIND_EMU_WAIT, KIND_MARK,
     KIND_MERGED_IO, KIND_MERGED_WAIT, KIND_SHIFT,
 };
+use crate::emulate::{Released, NOT_YET};
 use crate::reactor::{Completion, Reactor};
 
 impl Volume {
@@ -21,12 +22,6 @@ impl Volume {
         let bs = self.cfg.block_size;
         let now = r.now_ns();
         let (ptr, buf) = self.buffer_of(&ready);
-        let dev = &mut self.devices[io.device as usize];
-        let deadline_ns = dev.submitted(now, io.dir, bs as u64, io.addr, io.purpose.index());
-        let fd = dev.fd();
-        if dev.memory_backed {
-            r.serve_inline(fd);
-        }
         let slot = self.ops.insert(DevOp {
             flight: ready.flight,
             index: ready.index,
@@ -34,9 +29,21 @@ impl Volume {
             dir: io.dir,
             buf,
             submitted_ns: now,
-            deadline_ns,
+            deadline_ns: 0,
             result: 0,
+            transferred: false,
         });
+        let dev = &mut self.devices[io.device as usize];
+        let t = token(KIND_DEV_IO, slot);
+        let deadline_ns = dev.submitted(now, io.dir, bs as u64, io.addr, io.purpose.index(), t);
+        let fd = dev.fd();
+        if dev.memory_backed {
+            r.serve_inline(fd);
+        }
+        self.ops
+            .get_mut(slot)
+            .expect("device op just inserted")
+            .deadline_ns = deadline_ns;
         let offset = io.addr * bs as u64;
         match io.dir {
             // SAFETY: the buffer (a pool buffer with a reference held by this
@@ -125,9 +132,13 @@ impl Volume {
                 let now = r.now_ns();
                 let op = self.ops.get_mut(index).expect("device op");
                 op.result = c.result;
+                op.transferred = true;
                 if op.deadline_ns > now {
-                    let d = op.deadline_ns;
-                    r.timer_at(d, token(KIND_EMU_WAIT, index));
+                    // A held operation waits to be released
+                    // (`released`), which sets its timer.
+                    if op.deadline_ns != NOT_YET {
+                        r.timer_at(op.deadline_ns, token(KIND_EMU_WAIT, index));
+                    }
                     return;
                 }
                 self.finish_op(index, now, r);
@@ -150,13 +161,40 @@ impl Volume {
         let bs = self.cfg.block_size as u64;
         let dev = &mut self.devices[op.device as usize];
         let latency_ns = now - op.submitted_ns;
-        dev.completed(op.dir, bs, latency_ns);
+        let released = dev.completed(op.dir, bs, latency_ns);
+        self.released(released, r);
         self.obs
             .device_op(op.device as usize, op.dir, bs, latency_ns);
         self.settle(&op);
         self.drain(r);
         if let Some(id) = op.buf {
             self.pool.release(id);
+        }
+    }
+
+    /// An operation that emulated timing held (a disk array's queue)
+    /// now has its deadline; one whose transfer is done waits for it.
+    pub(super) fn released(&mut self, released: Option<Released>, r: &mut dyn Reactor) {
+        let Some(Released {
+            token: t,
+            deadline_ns,
+        }) = released
+        else {
+            return;
+        };
+        assert_ne!(deadline_ns, NOT_YET, "a released operation has a deadline");
+        let index = (t & ((1 << KIND_SHIFT) - 1)) as usize;
+        match t >> KIND_SHIFT {
+            KIND_DEV_IO => {
+                let op = self.ops.get_mut(index).expect("a held device op");
+                assert_eq!(op.deadline_ns, NOT_YET, "a released op was held");
+                op.deadline_ns = deadline_ns;
+                if op.transferred {
+                    r.timer_at(deadline_ns, token(KIND_EMU_WAIT, index));
+                }
+            }
+            KIND_MERGED_IO => self.release_merged(index, deadline_ns, r),
+            kind => panic!("a held operation of kind {kind}"),
         }
     }
 

@@ -15,6 +15,7 @@ use tiermux_core::dispatch::merge::{merge_key, runs, MERGE_MAX_BLOCKS};
 use tiermux_core::{Op, Ready};
 
 use super::{token, DevOp, Volume, KIND_DEV_IO, KIND_MERGED_IO, KIND_MERGED_WAIT};
+use crate::emulate::NOT_YET;
 use crate::reactor::Reactor;
 
 /// A vectored operation in flight over consecutive blocks of one device.
@@ -33,8 +34,11 @@ pub(super) struct MergedOp {
     /// Why the first block's operation exists (for emulation's counters).
     purpose: usize,
     submitted_ns: u64,
+    /// As [`DevOp`]'s.
     deadline_ns: u64,
     result: i32,
+    /// Its transfer has completed (it may still wait for its deadline).
+    transferred: bool,
 }
 
 // SAFETY: the raw pointers in `iov` point into buffers the volume owns (pool
@@ -117,15 +121,10 @@ impl Volume {
                 submitted_ns: now,
                 deadline_ns: 0,
                 result: 0,
+                transferred: false,
             }));
         }
         let bytes = run.len() as u64 * bs as u64;
-        let dev = &mut self.devices[first.device as usize];
-        let deadline_ns = dev.submitted(now, first.dir, bytes, first.addr, first.purpose.index());
-        let fd = dev.fd();
-        if dev.memory_backed {
-            r.serve_inline(fd);
-        }
         self.stats.merged_ops += 1;
         self.stats.merged_blocks += run.len() as u64;
         let joined = join_neighbours(&iov);
@@ -138,13 +137,22 @@ impl Volume {
             first_addr: first.addr,
             purpose: first.purpose.index(),
             submitted_ns: now,
-            deadline_ns,
+            deadline_ns: 0,
             result: 0,
+            transferred: false,
         });
+        let dev = &mut self.devices[first.device as usize];
+        let t = token(KIND_MERGED_IO, slot);
+        let deadline_ns =
+            dev.submitted(now, first.dir, bytes, first.addr, first.purpose.index(), t);
+        let fd = dev.fd();
+        if dev.memory_backed {
+            r.serve_inline(fd);
+        }
         let m = self.merged.get_mut(slot).expect("merged op just inserted");
+        m.deadline_ns = deadline_ns;
         let (iov, count) = (m.joined.as_ptr(), m.joined.len() as u32);
         let offset = first.addr * bs as u64;
-        let t = token(KIND_MERGED_IO, slot);
         // SAFETY: every listed buffer outlives the operation (as in
         // `issue`), and the list lives in `self.merged`, from which it is
         // removed only when the completion arrives; a `Vec`'s heap buffer
@@ -156,18 +164,33 @@ impl Volume {
         let now = r.now_ns();
         let m = self.merged.get_mut(slot).expect("merged op");
         m.result = result;
+        m.transferred = true;
         if m.deadline_ns > now {
-            r.timer_at(m.deadline_ns, token(KIND_MERGED_WAIT, slot));
+            // A held operation waits to be released (`release_merged`).
+            if m.deadline_ns != NOT_YET {
+                r.timer_at(m.deadline_ns, token(KIND_MERGED_WAIT, slot));
+            }
             return;
         }
         self.finish_merged(slot, now, r);
+    }
+
+    /// The held merged operation in `slot` may complete at `deadline_ns`.
+    pub(super) fn release_merged(&mut self, slot: usize, deadline_ns: u64, r: &mut dyn Reactor) {
+        let m = self.merged.get_mut(slot).expect("a held merged op");
+        assert_eq!(m.deadline_ns, NOT_YET, "a released op was held");
+        m.deadline_ns = deadline_ns;
+        if m.transferred {
+            r.timer_at(deadline_ns, token(KIND_MERGED_WAIT, slot));
+        }
     }
 
     pub(super) fn finish_merged(&mut self, slot: usize, now: u64, r: &mut dyn Reactor) {
         let m = self.merged.remove(slot).expect("merged op");
         let bytes = m.bytes();
         let latency_ns = now - m.submitted_ns;
-        self.devices[m.device as usize].completed(m.dir, bytes, latency_ns);
+        let released = self.devices[m.device as usize].completed(m.dir, bytes, latency_ns);
+        self.released(released, r);
         self.obs
             .device_op(m.device as usize, m.dir, bytes, latency_ns);
         if m.result < 0 || m.result as u64 != bytes {
@@ -195,16 +218,13 @@ impl Volume {
         for (k, (&p, v)) in m.parts.iter().zip(&m.iov).enumerate() {
             let addr = m.first_addr + k as u64;
             let dev = &mut self.devices[m.device as usize];
-            let deadline_ns = dev.submitted(now, m.dir, bs as u64, addr, m.purpose);
+            let t = token(KIND_DEV_IO, p);
+            let deadline_ns = dev.submitted(now, m.dir, bs as u64, addr, m.purpose, t);
             let fd = dev.fd();
             let op = self.ops.get_mut(p).expect("part of a merged op");
             op.submitted_ns = now;
             op.deadline_ns = deadline_ns;
-            let (ptr, offset, t) = (
-                v.iov_base.cast::<u8>(),
-                addr * bs as u64,
-                token(KIND_DEV_IO, p),
-            );
+            let (ptr, offset) = (v.iov_base.cast::<u8>(), addr * bs as u64);
             match m.dir {
                 // SAFETY: as in `issue_merged`: the part's buffer lives until
                 // its own completion now.

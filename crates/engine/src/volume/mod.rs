@@ -79,8 +79,12 @@ struct DevOp {
     /// for client reads in place.
     buf: Option<u32>,
     submitted_ns: u64,
+    /// When emulated timing lets it complete ([`crate::emulate::NOT_YET`]
+    /// while a disk array's queue holds it).
     deadline_ns: u64,
     result: i32,
+    /// Its transfer has completed (it may still wait for its deadline).
+    transferred: bool,
 }
 
 /// Cumulative volume counters.

@@ -75,6 +75,11 @@ pub fn data_dir(tag: &str, memory: bool) -> PathBuf {
 }
 
 pub fn config(dir: &Path, policy: &str, extra: &str) -> VolumeConfig {
+    config_with_slow(dir, policy, extra, "")
+}
+
+/// As [`config`], with `slow` (lines of the slow device's table) added.
+pub fn config_with_slow(dir: &Path, policy: &str, extra: &str, slow: &str) -> VolumeConfig {
     // Splitting and striping place blocks on the fast device at their own
     // addresses.
     let fast = if policy == "split" || policy == "stripe" {
@@ -108,6 +113,7 @@ size = {fast}
 {middle}[[device]]
 name = "slow"
 path = "slow.img"
+{slow}
 [policy]
 name = "{policy}"
 {extra}

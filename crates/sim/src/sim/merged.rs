@@ -125,27 +125,55 @@ impl Simulator {
     /// Submits one block's operation alone.
     #[inline(always)]
     fn submit_one(&mut self, r: Ready) {
-        let d = r.io.device as usize;
-        let done = self.devices[d].submit(
-            self.now,
-            r.io.dir,
-            self.block_size,
-            r.io.addr,
-            r.io.purpose.index(),
-        );
-        let data = self.write_data(&r);
-        self.push(
-            done,
-            Ev::Io {
-                flight: r.flight,
-                index: r.index,
-                device: r.io.device,
-                dir: r.io.dir,
-                addr: r.io.addr,
-                data,
-                submitted_ns: self.now,
-            },
-        );
+        let ev = Ev::Io {
+            flight: r.flight,
+            index: r.index,
+            device: r.io.device,
+            dir: r.io.dir,
+            addr: r.io.addr,
+            data: self.write_data(&r),
+            submitted_ns: self.now,
+        };
+        let (bytes, purpose) = (self.block_size, r.io.purpose.index());
+        self.submit_to_device(r.io.dir, bytes, r.io.addr, purpose, ev);
+    }
+
+    /// Submits a request to `ev`'s device, whose completion is `ev`: to
+    /// the device's model, which says now when it completes, or to its
+    /// array's queue, which says so when it starts the request.
+    #[inline(always)]
+    fn submit_to_device(&mut self, dir: Op, bytes: u64, addr: u64, purpose: usize, ev: Ev) {
+        let d = match ev {
+            Ev::Io { device, .. } | Ev::IoRun { device, .. } => device as usize,
+            _ => unreachable!("a device request completes as a device event"),
+        };
+        if self.any_array {
+            if let Some(array) = &mut self.arrays[d] {
+                self.devices[d].note_timed_elsewhere(dir, bytes, purpose);
+                if let Some(s) = array.submit(self.now, dir, bytes, addr, ev) {
+                    self.devices[d].note_service(s.service_ns);
+                    self.push(s.done_ns, s.tag);
+                }
+                return;
+            }
+        }
+        let done = self.devices[d].submit(self.now, dir, bytes, addr, purpose);
+        self.push(done, ev);
+    }
+
+    /// Device `d`'s request in service completed: when `d` is an array,
+    /// it starts the next request that waits.
+    #[inline(always)]
+    pub(super) fn array_frees(&mut self, d: usize) {
+        if !self.any_array {
+            return;
+        }
+        if let Some(array) = &mut self.arrays[d] {
+            if let Some(s) = array.complete() {
+                self.devices[d].note_service(s.service_ns);
+                self.push(s.done_ns, s.tag);
+            }
+        }
     }
 
     /// Submits `run`, operations on consecutive addresses of one device in
@@ -155,19 +183,22 @@ impl Simulator {
         let first = run[0].io;
         let d = first.device as usize;
         let bytes = run.len() as u64 * self.block_size;
-        let done = self.devices[d].submit(
-            self.now,
-            first.dir,
-            bytes,
-            first.addr,
-            first.purpose.index(),
-        );
         let m = &mut self.merging;
         // A free slot keeps its list's memory from its last request.
         let slot = m.free_parts.pop().unwrap_or_else(|| {
             m.parts.push(Vec::new());
             (m.parts.len() - 1) as u32
         });
+        // Submitted first: the device counts the bytes under the first
+        // block's purpose, and the others are then recounted.
+        let ev = Ev::IoRun {
+            slot,
+            device: first.device,
+            dir: first.dir,
+            submitted_ns: self.now,
+        };
+        self.submit_to_device(first.dir, bytes, first.addr, first.purpose.index(), ev);
+        let m = &mut self.merging;
         let mut parts = std::mem::take(&mut m.parts[slot as usize]);
         parts.clear();
         for (k, r) in run.iter().enumerate() {
@@ -195,15 +226,6 @@ impl Simulator {
         m.parts[slot as usize] = parts;
         m.merged_ops += 1;
         m.merged_blocks += run.len() as u64;
-        self.push(
-            done,
-            Ev::IoRun {
-                slot,
-                device: first.device,
-                dir: first.dir,
-                submitted_ns: self.now,
-            },
-        );
     }
 
     /// A merged request completed: each of its blocks' operations
@@ -215,6 +237,7 @@ impl Simulator {
         let last = parts.last().expect("a merged request has parts").addr;
         self.assert_addressable(d, last);
         self.devices[d].complete(dir);
+        self.array_frees(d);
         let dead = self.is_dead(device);
         if !dead {
             // One operation, as block-layer statistics count a merged

@@ -30,6 +30,7 @@ pub use results::{DeviceResult, KvResult, RunResult, Sample};
 
 use crate::trace_run::TraceCursor;
 use crate::workload::Workload;
+use tiermux_device::array::ArrayTiming;
 use tiermux_device::{DeviceCounters, SimDevice};
 
 /// Why a run failed.
@@ -192,6 +193,11 @@ pub struct Simulator {
     r: Resolved,
     dispatcher: Dispatcher,
     devices: Vec<SimDevice>,
+    /// Per device: the disk array whose queue times its operations
+    /// instead of its model (`array.rs` in the device crate).
+    arrays: Vec<Option<ArrayTiming<Ev>>>,
+    /// Whether any device is an array.
+    any_array: bool,
     content: Vec<Vec<u32>>,
     /// Per block: the versions written and acknowledged so far, side by side
     /// so that an access's submission and acknowledgement touch one cache
@@ -280,15 +286,18 @@ impl Simulator {
             .devices
             .iter()
             .enumerate()
-            .map(|(d, (name, m))| {
+            .map(|(d, (_, m))| {
                 let seed = tiermux_core::rng::splitmix64(cfg.seed ^ (d as u64 + 1) << 48);
-                let mut dev = SimDevice::seeded(m.clone(), seed);
-                if let Some(array) = name.strip_prefix(crate::config::ARRAY_PREFIX) {
-                    let bs = cfg.block_size as u64;
-                    let timing = tiermux_device::array::ArrayTiming::named(array, bs);
-                    dev.attach_array(timing.expect("the configuration names a known array"));
-                }
-                dev
+                SimDevice::seeded(m.clone(), seed)
+            })
+            .collect();
+        let arrays: Vec<Option<ArrayTiming<Ev>>> = r
+            .devices
+            .iter()
+            .map(|(name, _)| {
+                let array = name.strip_prefix(crate::config::ARRAY_PREFIX)?;
+                let timing = ArrayTiming::named(array, cfg.block_size as u64);
+                Some(timing.expect("the configuration names a known array"))
             })
             .collect();
         let n_dev = devices.len();
@@ -303,6 +312,8 @@ impl Simulator {
         Ok(Simulator {
             dispatcher,
             devices,
+            any_array: arrays.iter().any(Option::is_some),
+            arrays,
             content,
             versions: vec![Versions::default(); r.volume_blocks as usize],
             workload,
@@ -679,6 +690,7 @@ impl Simulator {
         let d = device as usize;
         self.assert_addressable(d, addr);
         self.devices[d].complete(dir);
+        self.array_frees(d);
         if self.is_dead(device) {
             self.dispatcher.fail(flight, index);
             return self.drain();

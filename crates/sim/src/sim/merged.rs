@@ -125,6 +125,7 @@ impl Simulator {
     /// Submits one block's operation alone.
     #[inline(always)]
     fn submit_one(&mut self, r: Ready) {
+        let d = r.io.device as usize;
         let ev = Ev::Io {
             flight: r.flight,
             index: r.index,
@@ -135,18 +136,22 @@ impl Simulator {
             submitted_ns: self.now,
         };
         let (bytes, purpose) = (self.block_size, r.io.purpose.index());
-        self.submit_to_device(r.io.dir, bytes, r.io.addr, purpose, ev);
+        self.submit_to_device(d, r.io.dir, bytes, r.io.addr, purpose, ev);
     }
 
-    /// Submits a request to `ev`'s device, whose completion is `ev`: to
+    /// Submits a request to device `d`, whose completion is `ev`: to
     /// the device's model, which says now when it completes, or to its
     /// array's queue, which says so when it starts the request.
     #[inline(always)]
-    fn submit_to_device(&mut self, dir: Op, bytes: u64, addr: u64, purpose: usize, ev: Ev) {
-        let d = match ev {
-            Ev::Io { device, .. } | Ev::IoRun { device, .. } => device as usize,
-            _ => unreachable!("a device request completes as a device event"),
-        };
+    fn submit_to_device(
+        &mut self,
+        d: usize,
+        dir: Op,
+        bytes: u64,
+        addr: u64,
+        purpose: usize,
+        ev: Ev,
+    ) {
         if self.any_array {
             if let Some(array) = &mut self.arrays[d] {
                 self.devices[d].note_timed_elsewhere(dir, bytes, purpose);
@@ -197,7 +202,7 @@ impl Simulator {
             dir: first.dir,
             submitted_ns: self.now,
         };
-        self.submit_to_device(first.dir, bytes, first.addr, first.purpose.index(), ev);
+        self.submit_to_device(d, first.dir, bytes, first.addr, first.purpose.index(), ev);
         let m = &mut self.merging;
         let mut parts = std::mem::take(&mut m.parts[slot as usize]);
         parts.clear();

@@ -9,7 +9,7 @@
 //! acknowledged write of its block (and one that was actually written), so a
 //! policy that serves stale data fails every run, not only in tests.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use tiermux_core::rng::Rng;
@@ -89,28 +89,15 @@ enum Ev {
     },
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Event {
+/// When an event happens, in the queue: by time, then in the order the
+/// events were pushed (`seq`, unique), so that runs are deterministic. The
+/// event itself waits in `Simulator::event_slots` at `slot`, which keeps
+/// the heap's entries small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct EventKey {
     t: u64,
     seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Event {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
+    slot: u32,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -204,7 +191,10 @@ pub struct Simulator {
     /// line.
     versions: Vec<Versions>,
     workload: Workload,
-    events: BinaryHeap<Reverse<Event>>,
+    events: BinaryHeap<Reverse<EventKey>>,
+    /// The events queued in `events`, by slot, and the free slots.
+    event_slots: Vec<Ev>,
+    free_event_slots: Vec<u32>,
     seq: u64,
     now: u64,
     subs: Vec<Sub>,
@@ -318,6 +308,8 @@ impl Simulator {
             versions: vec![Versions::default(); r.volume_blocks as usize],
             workload,
             events: BinaryHeap::new(),
+            event_slots: Vec::new(),
+            free_event_slots: Vec::new(),
             seq: 0,
             now: 0,
             subs: Vec::new(),
@@ -359,10 +351,11 @@ impl Simulator {
     #[inline]
     fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.events.push(Reverse(Event {
+        let slot = slab_insert(&mut self.event_slots, &mut self.free_event_slots, ev);
+        self.events.push(Reverse(EventKey {
             t,
             seq: self.seq,
-            ev,
+            slot,
         }));
     }
 
@@ -411,16 +404,18 @@ impl Simulator {
         }
         self.push(self.sample_ns, Ev::Sample);
         self.schedule_failure();
-        while let Some(Reverse(e)) = self.events.pop() {
-            if e.t > self.end_ns {
+        while let Some(Reverse(key)) = self.events.pop() {
+            if key.t > self.end_ns {
                 break;
             }
-            self.now = e.t;
+            self.now = key.t;
+            let ev = self.event_slots[key.slot as usize];
+            self.free_event_slots.push(key.slot);
             if !self.measuring && self.now >= self.warmup_ns {
                 self.start_measuring();
             }
             self.events_processed += 1;
-            match e.ev {
+            match ev {
                 Ev::Io {
                     flight,
                     index,

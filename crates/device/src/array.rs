@@ -2,23 +2,31 @@
 //! emulates in front of a file and the simulator runs in virtual time.
 //!
 //! The array serves one request at a time. Requests that arrive while it
-//! is busy wait, and when it frees, the next is chosen as a block layer's
-//! elevator would choose it (Linux's mq-deadline, the default scheduler
-//! for rotating disks): the waiting request at the lowest address at or
-//! after the head, wrapping round to the lowest address (a one-way scan,
-//! C-LOOK), unless the oldest waiting read has waited longer than 500 ms
-//! or the oldest write longer than 5 s (mq-deadline's `read_expire` and
-//! `write_expire`), which is then served first. A request is priced when
-//! it starts, from where the heads are then, so the order in which
-//! requests happen to arrive while the array is busy does not change what
-//! they cost. mq-deadline's preference for reads over writes and its
-//! dispatch batches are not modelled.
+//! is busy wait, and when it frees, the next is chosen as Linux's
+//! mq-deadline (the default scheduler for rotating disks) chooses it:
+//! - Requests go out in batches of one direction. A batch continues with
+//!   the waiting request of its direction at the lowest address at or
+//!   after where the batch's last request started, for up to
+//!   [`FIFO_BATCH`] requests.
+//! - A new batch prefers reads: writes get a batch when none waits to be
+//!   read, or when reads have been chosen over waiting writes
+//!   [`WRITES_STARVED`] times.
+//! - A new batch starts from the direction's oldest request when that has
+//!   waited its expiry ([`READ_EXPIRE_NS`], [`WRITE_EXPIRE_NS`]) or when no
+//!   request of the direction lies ahead of its last position; otherwise
+//!   it continues from that position.
+//!
+//! A request is priced when it starts, from where the heads are then, so
+//! the order in which requests happen to arrive while the array is busy
+//! changes what they cost only through the choices above.
 //!
 //! Because a request's completion time is known only when it starts, the
 //! queue hands back each started request with a caller's tag (an event,
 //! an operation's token): [`ArrayTiming::submit`] starts it at once on an
 //! idle array, and [`ArrayTiming::complete`], called when the request in
 //! service is done, starts the next.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use tiermux_core::Op;
 
@@ -36,6 +44,14 @@ pub const READ_EXPIRE_NS: u64 = 500_000_000;
 /// How long a waiting write may be passed over, ns (mq-deadline's
 /// `write_expire`, 5 s).
 pub const WRITE_EXPIRE_NS: u64 = 5_000_000_000;
+
+/// Requests dispatched in one batch of one direction (mq-deadline's
+/// `fifo_batch`).
+pub const FIFO_BATCH: u32 = 16;
+
+/// How many times a new batch may go to reads while writes wait
+/// (mq-deadline's `writes_starved`).
+pub const WRITES_STARVED: u32 = 2;
 
 /// What serves an array's operations.
 #[derive(Clone, Debug)]
@@ -87,6 +103,65 @@ pub struct Started<T> {
     pub tag: T,
 }
 
+/// The requests of one direction waiting for the array.
+#[derive(Clone, Debug)]
+struct DirQueue<T> {
+    /// By (offset, arrival number).
+    by_offset: BTreeMap<(u64, u64), Waiting<T>>,
+    /// By (arrival number, offset): the oldest first.
+    by_arrival: BTreeSet<(u64, u64)>,
+    /// Where the last request dispatched in this direction started.
+    latest_offset_bytes: u64,
+    /// How long a request may wait before it is served first, ns.
+    expire_ns: u64,
+}
+
+impl<T> DirQueue<T> {
+    fn new(expire_ns: u64) -> DirQueue<T> {
+        DirQueue {
+            by_offset: BTreeMap::new(),
+            by_arrival: BTreeSet::new(),
+            latest_offset_bytes: 0,
+            expire_ns,
+        }
+    }
+
+    fn insert(&mut self, seq: u64, w: Waiting<T>) {
+        self.by_arrival.insert((seq, w.offset_bytes));
+        self.by_offset.insert((w.offset_bytes, seq), w);
+    }
+
+    /// The request at the lowest address at or after the last started.
+    fn ahead(&self) -> Option<(u64, u64)> {
+        let from = (self.latest_offset_bytes, 0);
+        self.by_offset.range(from..).next().map(|(&key, _)| key)
+    }
+
+    /// The oldest request, by (offset, arrival number).
+    fn oldest(&self) -> Option<(u64, u64)> {
+        self.by_arrival.first().map(|&(seq, offset)| (offset, seq))
+    }
+
+    /// Whether the oldest request has waited its expiry at `now_ns`.
+    fn expired(&self, now_ns: u64) -> bool {
+        self.oldest().is_some_and(|key| {
+            now_ns.saturating_sub(self.by_offset[&key].arrived_ns) >= self.expire_ns
+        })
+    }
+
+    /// Removes the request `key` to dispatch it.
+    fn take(&mut self, key: (u64, u64)) -> Waiting<T> {
+        let w = self
+            .by_offset
+            .remove(&key)
+            .expect("the chosen request waits");
+        let removed = self.by_arrival.remove(&(key.1, key.0));
+        assert!(removed, "a waiting request is listed by arrival");
+        self.latest_offset_bytes = w.offset_bytes;
+        w
+    }
+}
+
 /// A disk array's timing ([`Raid5`], or one [`Disk`]): requests are served
 /// one at a time, in the elevator's order (see the module's text), each
 /// taking what the array's head positions make it take when it starts. A
@@ -106,11 +181,13 @@ pub struct ArrayTiming<T> {
     busy_until_ns: Option<u64>,
     /// The last request started: direction and the byte after it.
     last: Option<(Op, u64)>,
-    /// Waiting requests by (offset, arrival number).
-    by_offset: std::collections::BTreeMap<(u64, u64), Waiting<T>>,
-    /// Waiting reads and writes by (arrival number, offset): the oldest
-    /// first.
-    arrivals: [std::collections::BTreeSet<(u64, u64)>; 2],
+    /// Waiting reads and writes.
+    queues: [DirQueue<T>; 2],
+    /// The current batch's direction and how many it has dispatched.
+    batch_dir: Op,
+    batching: u32,
+    /// How many new batches went to reads while writes waited.
+    starved: u32,
     arrived: u64,
 }
 
@@ -138,8 +215,14 @@ impl<T> ArrayTiming<T> {
             block_bytes,
             busy_until_ns: None,
             last: None,
-            by_offset: Default::default(),
-            arrivals: Default::default(),
+            queues: [
+                DirQueue::new(READ_EXPIRE_NS),
+                DirQueue::new(WRITE_EXPIRE_NS),
+            ],
+            // mq-deadline starts as if its last batch wrote.
+            batch_dir: Op::Write,
+            batching: 0,
+            starved: 0,
             arrived: 0,
         })
     }
@@ -151,7 +234,7 @@ impl<T> ArrayTiming<T> {
 
     /// Requests waiting (not counting the one in service).
     pub fn waiting(&self) -> usize {
-        self.by_offset.len()
+        self.queues.iter().map(|q| q.by_offset.len()).sum()
     }
 
     /// Submits an operation of `bytes` at block `addr` at `now_ns`,
@@ -173,15 +256,15 @@ impl<T> ArrayTiming<T> {
             bytes: bytes.max(1),
             tag,
         };
-        if self.busy_until_ns.is_none() {
-            debug_assert!(self.by_offset.is_empty(), "an idle array has a queue");
-            return Some(self.start(w, now_ns));
-        }
         let seq = self.arrived;
         self.arrived += 1;
-        self.arrivals[dir_index(dir)].insert((seq, w.offset_bytes));
-        self.by_offset.insert((w.offset_bytes, seq), w);
-        None
+        self.queues[dir_index(dir)].insert(seq, w);
+        if self.busy_until_ns.is_some() {
+            return None;
+        }
+        assert_eq!(self.waiting(), 1, "an idle array has a queue");
+        let w = self.dispatch(now_ns).expect("a request waits");
+        Some(self.start(w, now_ns))
     }
 
     /// The request in service is done: starts the elevator's next choice,
@@ -191,38 +274,43 @@ impl<T> ArrayTiming<T> {
             .busy_until_ns
             .take()
             .expect("a request completes on a busy array");
-        let key = self.next_key(done_ns)?;
-        let w = self
-            .by_offset
-            .remove(&key)
-            .expect("the chosen request waits");
-        let removed = self.arrivals[dir_index(w.dir)].remove(&(key.1, key.0));
-        assert!(removed, "a waiting request is listed by arrival");
+        let w = self.dispatch(done_ns)?;
         let start_ns = done_ns.max(w.arrived_ns);
         Some(self.start(w, start_ns))
     }
 
-    /// The waiting request to serve next when the array frees at
-    /// `free_ns`: the oldest expired one, else the next by address from
-    /// the head (wrapping round).
-    fn next_key(&self, free_ns: u64) -> Option<(u64, u64)> {
-        let expired = [(Op::Read, READ_EXPIRE_NS), (Op::Write, WRITE_EXPIRE_NS)]
-            .into_iter()
-            .filter_map(|(dir, expire_ns)| {
-                let &(seq, offset) = self.arrivals[dir_index(dir)].first()?;
-                let w = &self.by_offset[&(offset, seq)];
-                (free_ns.saturating_sub(w.arrived_ns) > expire_ns).then_some((seq, offset))
-            })
-            .min();
-        if let Some((seq, offset)) = expired {
-            return Some((offset, seq));
+    /// Takes the waiting request to serve next at `now_ns` (see the
+    /// module's text), or `None` if none waits.
+    fn dispatch(&mut self, now_ns: u64) -> Option<Waiting<T>> {
+        let batch = dir_index(self.batch_dir);
+        if self.batching < FIFO_BATCH {
+            if let Some(key) = self.queues[batch].ahead() {
+                self.batching += 1;
+                return Some(self.queues[batch].take(key));
+            }
         }
-        let head = self.last.map_or(0, |(_, end)| end);
-        self.by_offset
-            .range((head, 0)..)
-            .next()
-            .or_else(|| self.by_offset.iter().next())
-            .map(|(&key, _)| key)
+        let reads = !self.queues[0].by_offset.is_empty();
+        let writes = !self.queues[1].by_offset.is_empty();
+        let writes_turn = writes && {
+            self.starved += 1;
+            self.starved > WRITES_STARVED
+        };
+        let dir = match (reads && !writes_turn, writes) {
+            (true, _) => Op::Read,
+            (false, true) => {
+                self.starved = 0;
+                Op::Write
+            }
+            (false, false) => return None,
+        };
+        let q = &mut self.queues[dir_index(dir)];
+        let key = match q.ahead() {
+            Some(key) if !q.expired(now_ns) => key,
+            _ => q.oldest().expect("the chosen direction has a request"),
+        };
+        self.batch_dir = dir;
+        self.batching = 1;
+        Some(q.take(key))
     }
 
     /// Starts `w` at `start_ns` and prices it from where the heads are.
@@ -345,14 +433,22 @@ mod tests {
         }
     }
 
-    /// Requests that wait are served in address order from the head,
-    /// wrapping round to the lowest, whatever order they arrived in, so
-    /// every arrival order of the same waiting requests costs the same.
+    /// Requests of one direction that wait are served in address order
+    /// from the head; when none lies ahead, from the oldest, and again in
+    /// address order from there (mq-deadline's `deadline_fifo_request`).
     #[test]
     fn waiting_requests_are_served_by_address_from_the_head() {
         let addrs = [9_000_000u64, 100, 5_000_000, 2_000_000, 7_000_000, 300];
-        let mut ends = Vec::new();
-        for rotate in 0..addrs.len() {
+        // After the three ahead of the head, by arrivals rotated by 0..6.
+        let tails: [[u64; 3]; 6] = [
+            [100, 300, 2_000_000],
+            [100, 300, 2_000_000],
+            [2_000_000, 300, 100],
+            [2_000_000, 300, 100],
+            [300, 2_000_000, 100],
+            [300, 2_000_000, 100],
+        ];
+        for (rotate, tail) in tails.iter().enumerate() {
             for name in ARRAYS {
                 let mut a = ArrayTiming::named(name, 4096).unwrap();
                 let first = a.submit(0, Op::Write, 4096, 4_000_000, 99).unwrap();
@@ -365,46 +461,67 @@ mod tests {
                     .iter()
                     .map(|&(i, _)| addrs[i as usize])
                     .collect();
-                assert_eq!(
-                    order,
-                    [5_000_000, 7_000_000, 9_000_000, 100, 300, 2_000_000],
-                    "{name}, arrivals rotated by {rotate}"
-                );
-                ends.push((name, served.last().unwrap().1));
+                let mut expected = vec![5_000_000, 7_000_000, 9_000_000];
+                expected.extend(tail);
+                assert_eq!(order, expected, "{name}, arrivals rotated by {rotate}");
             }
-        }
-        for name in ARRAYS {
-            let mut mine = ends.iter().filter(|e| e.0 == name).map(|e| e.1);
-            let first = mine.next().unwrap();
-            assert!(mine.all(|e| e == first), "{name}: {ends:?}");
         }
     }
 
-    /// A read that the scan keeps passing over (a stream of writes just
-    /// ahead of the head) is served once it has waited 500 ms, and a
-    /// write once it has waited 5 s.
+    /// Batches of 16 in one direction; a new batch goes to reads while
+    /// writes wait twice, then to writes (mq-deadline's `fifo_batch` 16
+    /// and `writes_starved` 2, traced by hand through
+    /// `__dd_dispatch_request`).
+    #[test]
+    fn reads_are_preferred_in_batches_and_writes_get_every_third() {
+        for name in ARRAYS {
+            let mut a = ArrayTiming::named(name, 4096).unwrap();
+            let first = a.submit(0, Op::Write, 4096, 1_000_000, 0).unwrap();
+            // Tags: writes 1..=40, reads 101..=140, each in address order.
+            for k in 1..=40u32 {
+                let at = 1_000_000 + 8 * k as u64;
+                assert!(a.submit(1, Op::Write, 4096, at, k).is_none());
+                assert!(a.submit(1, Op::Read, 4096, at + 500_000, 100 + k).is_none());
+            }
+            let order: Vec<u32> = drain(&mut a, first).iter().map(|s| s.0).collect();
+            let mut expected: Vec<u32> = (0..=15).collect();
+            expected.extend(101..=132);
+            expected.extend(16..=31);
+            expected.extend(133..=140);
+            expected.extend(32..=40);
+            assert_eq!(order, expected, "{name}");
+        }
+    }
+
+    /// A request that a batch's scan keeps passing over (a stream of its
+    /// own direction just ahead of the head) is served at the first new
+    /// batch after it has waited 500 ms (a read) or 5 s (a write).
     #[test]
     fn a_request_passed_over_too_long_is_served_first() {
         for (dir, expire_ns) in [(Op::Read, READ_EXPIRE_NS), (Op::Write, WRITE_EXPIRE_NS)] {
             let mut a = ArrayTiming::named("disk-st6000", 4096).unwrap();
-            let mut s = a.submit(0, Op::Write, 4096, 1_000_000, 0).unwrap();
+            let mut s = a.submit(0, dir, 4096, 1_000_000, 0).unwrap();
             assert!(a.submit(0, dir, 4096, 10, 1).is_none());
-            // Each completion brings a random write ahead of the head.
+            // Each completion brings a random request ahead of the head.
             let mut next_addr = 1_000_000u64;
+            let mut longest_ns = s.service_ns;
             let waited_ns = loop {
                 next_addr += 100_000;
-                assert!(a
-                    .submit(s.done_ns - 1, Op::Write, 4096, next_addr, 2)
-                    .is_none());
+                assert!(a.submit(s.done_ns - 1, dir, 4096, next_addr, 2).is_none());
                 s = a.complete().unwrap();
                 if s.tag == 1 {
                     break s.done_ns - s.service_ns;
                 }
+                longest_ns = longest_ns.max(s.service_ns);
                 assert!(s.done_ns < 2 * expire_ns, "{dir:?} starved");
             };
-            assert!(waited_ns > expire_ns, "{dir:?} served after {waited_ns} ns");
             assert!(
-                waited_ns < expire_ns + 50_000_000,
+                waited_ns >= expire_ns,
+                "{dir:?} served after {waited_ns} ns"
+            );
+            let batch_ns = FIFO_BATCH as u64 * longest_ns;
+            assert!(
+                waited_ns < expire_ns + batch_ns,
                 "{dir:?} served after {waited_ns} ns"
             );
         }

@@ -11,6 +11,7 @@
 //! it in virtual time; the engine drives it on real devices.
 #![warn(missing_docs)]
 
+mod dirty_order;
 pub mod dispatch;
 pub mod hist;
 pub mod hybrid;

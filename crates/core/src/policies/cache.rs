@@ -10,6 +10,7 @@
 //! and adjusts those decisions on ticks.
 
 use super::param_err;
+use crate::dirty_order::DirtyOrder;
 use crate::map::{Entry, PlacementMap};
 use crate::observe::Observation;
 use crate::params::Params;
@@ -170,6 +171,9 @@ pub struct CacheCore {
     pub pair: CachePair,
     repl: Box<dyn Replacement>,
     dirty_blocks: u64,
+    /// The dirty slots, least recently written first: the flusher's
+    /// order. Counted with `dirty_blocks`.
+    dirty_order: DirtyOrder,
     flushes_queued: u32,
     flushing: bool,
     scan: Vec<u32>,
@@ -207,11 +211,13 @@ impl CacheCore {
     /// An empty cache.
     pub fn new(cfg: CacheConfig, pair: CachePair) -> Self {
         let repl = new_replacement(cfg.replacement, cfg.capacity_blocks);
+        let dirty_order = DirtyOrder::new(cfg.capacity_blocks);
         CacheCore {
             cfg,
             pair,
             repl,
             dirty_blocks: 0,
+            dirty_order,
             flushes_queued: 0,
             flushing: false,
             scan: Vec::new(),
@@ -304,7 +310,7 @@ impl CacheCore {
         if held && !same_slot {
             self.repl.remove(now.loc(cache));
             if now.dirty_on(cache) {
-                self.uncount_dirty();
+                self.uncount_dirty(now.loc(cache));
             }
         }
         if !same_slot && target.present & (1 << cache) != 0 {
@@ -317,10 +323,10 @@ impl CacheCore {
             match (now.dirty_on(cache), target.dirty_on(cache)) {
                 (false, true) => {
                     // A flush that failed.
-                    self.dirty_blocks += 1;
+                    self.count_dirty(now.loc(cache));
                     self.flush_paused = true;
                 }
-                (true, false) => self.uncount_dirty(),
+                (true, false) => self.uncount_dirty(now.loc(cache)),
                 _ => {}
             }
         }
@@ -469,9 +475,17 @@ impl CacheCore {
             en.present & (1 << cache) != 0,
             "block {block} is not cached"
         );
+        let slot = en.loc(cache);
         if en.dirty & (1 << cache) == 0 {
             en.dirty |= 1 << cache;
-            self.dirty_blocks += 1;
+            self.count_dirty(slot);
+        } else {
+            // Rewritten: the newest write again.
+            assert!(
+                self.slot_dirty(slot),
+                "block {block} is dirty in slot {slot}, which is not"
+            );
+            self.dirty_order.written(slot);
         }
     }
 
@@ -479,9 +493,10 @@ impl CacheCore {
     /// writes both copies).
     fn mark_clean(&mut self, block: u64, map: &mut PlacementMap) {
         let cache = self.pair.cache;
-        if map.get(block).dirty_on(cache) {
+        let e = map.get(block);
+        if e.dirty_on(cache) {
             map.entry_mut(block).dirty &= !(1 << cache);
-            self.uncount_dirty();
+            self.uncount_dirty(e.loc(cache));
         }
     }
 
@@ -493,16 +508,31 @@ impl CacheCore {
         if e.valid_on(cache) {
             self.repl.remove(e.loc(cache));
             if e.dirty_on(cache) {
-                self.uncount_dirty();
+                self.uncount_dirty(e.loc(cache));
             }
             map.entry_mut(block).drop_copy(cache);
             map.normalize(block);
         }
     }
 
-    fn uncount_dirty(&mut self) {
+    /// Counts the copy in `slot` as newly dirty (written now).
+    fn count_dirty(&mut self, slot: u32) {
+        assert!(!self.slot_dirty(slot), "slot {slot} counted dirty twice");
+        self.dirty_order.written(slot);
+        self.dirty_blocks += 1;
+        debug_assert_eq!(self.dirty_order.len() as u64, self.dirty_blocks);
+    }
+
+    /// Counts the copy in `slot` as no longer dirty.
+    fn uncount_dirty(&mut self, slot: u32) {
         assert!(self.dirty_blocks > 0, "dirty block count underflow");
+        self.dirty_order.remove(slot);
         self.dirty_blocks -= 1;
+    }
+
+    /// Whether the copy in `slot` is counted dirty.
+    fn slot_dirty(&self, slot: u32) -> bool {
+        self.dirty_order.contains(slot)
     }
 
     /// Finds a slot for `block`, evicting a clean, unlocked victim if the
@@ -531,6 +561,7 @@ impl CacheCore {
             }
             return None;
         };
+        assert!(!self.slot_dirty(a.slot), "slot {} evicted dirty", a.slot);
         if let Some(v) = a.victim {
             map.entry_mut(v).drop_copy(cache);
             map.normalize(v);
@@ -542,7 +573,7 @@ impl CacheCore {
         Some(a.slot)
     }
 
-    /// Queues flushes of the coldest dirty blocks while dirty data is above
+    /// Queues flushes of the least recently written dirty blocks while dirty data is above
     /// the high watermark (until it falls below the low one), or now when
     /// `force` (an admission found only dirty victims).
     pub fn schedule_flushes(
@@ -574,14 +605,23 @@ impl CacheCore {
         if !(self.flushing || force) || self.flushes_queued > refill_at {
             return;
         }
+        // The least recently written first; those already queued or busy
+        // (a bounded few) are passed over.
         self.scan.clear();
         let want = (self.cfg.flush_max_inflight - self.flushes_queued) as usize;
-        self.repl.coldest(want * 8 + 16, &mut self.scan);
+        self.scan
+            .extend(self.dirty_order.oldest_first().take(want * 8 + 16));
         for i in 0..self.scan.len() {
             if self.flushes_queued >= self.cfg.flush_max_inflight {
                 break;
             }
-            let b = self.repl.block_at(self.scan[i]);
+            let slot = self.scan[i];
+            let b = self.repl.block_at(slot);
+            let e = map.get(b);
+            assert!(
+                e.dirty_on(self.pair.cache) && e.loc(self.pair.cache) == slot,
+                "slot {slot} is counted dirty but block {b} is not dirty there"
+            );
             self.queue_flush(b, map, locks, jobs);
         }
     }
@@ -656,7 +696,7 @@ impl CacheCore {
                 false,
             );
             ctx.map.entry_mut(job.block).dirty &= !(1 << cache);
-            self.uncount_dirty();
+            self.uncount_dirty(e.loc(cache));
         }
         ctx.map.normalize(job.block);
     }
@@ -697,7 +737,14 @@ impl CacheCore {
         // deterministic.
         placed.sort_unstable();
         self.repl.restore(&placed)?;
-        self.dirty_blocks = dirty;
+        self.dirty_order.clear();
+        self.dirty_blocks = 0;
+        for &(slot, block) in &placed {
+            if map.get(block).dirty_on(cache) {
+                self.count_dirty(slot);
+            }
+        }
+        assert_eq!(self.dirty_blocks, dirty, "dirty copies counted by slot");
         for b in flagged {
             map.entry_mut(b).flags = 0;
             map.normalize(b);

@@ -2,18 +2,18 @@
 //! recency order in: nodes live in an arena indexed by slot.
 
 /// No node.
-pub(super) const NIL: u32 = u32::MAX;
+pub(crate) const NIL: u32 = u32::MAX;
 
 /// An intrusive doubly linked list over an arena of nodes; head is MRU.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct List {
-    pub(super) head: u32,
-    pub(super) tail: u32,
-    pub(super) len: usize,
+pub(crate) struct List {
+    pub(crate) head: u32,
+    pub(crate) tail: u32,
+    pub(crate) len: usize,
 }
 
 /// Nodes that carry list links.
-pub(super) trait Links {
+pub(crate) trait Links {
     fn prev(&self) -> u32;
     fn next(&self) -> u32;
     fn set_prev(&mut self, v: u32);
@@ -58,7 +58,7 @@ pub(super) fn prefetch_links<N: Links>(nodes: &[N], i: u32, stage: crate::prefet
 }
 
 impl List {
-    pub(super) const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         List {
             head: NIL,
             tail: NIL,
@@ -67,7 +67,7 @@ impl List {
     }
 
     #[inline]
-    pub(super) fn push_front<N: Links>(&mut self, nodes: &mut [N], i: u32) {
+    pub(crate) fn push_front<N: Links>(&mut self, nodes: &mut [N], i: u32) {
         nodes[i as usize].set_prev(NIL);
         nodes[i as usize].set_next(self.head);
         if self.head != NIL {
@@ -80,7 +80,7 @@ impl List {
     }
 
     #[inline]
-    pub(super) fn unlink<N: Links>(&mut self, nodes: &mut [N], i: u32) {
+    pub(crate) fn unlink<N: Links>(&mut self, nodes: &mut [N], i: u32) {
         let (prev, next) = (nodes[i as usize].prev(), nodes[i as usize].next());
         if prev != NIL {
             nodes[prev as usize].set_next(next);
@@ -96,4 +96,4 @@ impl List {
     }
 }
 
-pub(super) use impl_links;
+pub(crate) use impl_links;

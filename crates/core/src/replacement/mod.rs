@@ -118,7 +118,7 @@ pub fn new_replacement(kind: ReplacementKind, capacity: usize) -> Box<dyn Replac
 
 pub mod arc;
 pub mod hit_ratio;
-mod list;
+pub(crate) mod list;
 pub mod lru;
 
 pub use arc::Arc;

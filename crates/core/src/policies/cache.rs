@@ -920,3 +920,7 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
         "cache"
     }
 }
+
+#[cfg(test)]
+#[path = "cache_tests.rs"]
+mod tests;

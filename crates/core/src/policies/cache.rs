@@ -184,10 +184,6 @@ pub struct CacheCore {
     /// A flush failed: no more are queued until the next write or tick, so
     /// a failing device is not retried in a tight loop.
     flush_paused: bool,
-    /// While draining (dirty blocks left in a mode other than write-back):
-    /// blocks still to flush, popped from the end, refilled by a scan of
-    /// the whole cache once the previous batch has finished.
-    drain_queue: Vec<u64>,
 }
 
 /// How often a cache that drains dirty blocks wants a tick when its
@@ -223,7 +219,6 @@ impl CacheCore {
             scan: Vec::new(),
             in_service: true,
             flush_paused: false,
-            drain_queue: Vec::new(),
         }
     }
 
@@ -241,7 +236,6 @@ impl CacheCore {
             "a running cache keeps its replacement algorithm"
         );
         self.cfg = cfg;
-        self.drain_queue.clear();
         self.flushing = false;
         self.schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);
     }
@@ -605,10 +599,32 @@ impl CacheCore {
         if !(self.flushing || force) || self.flushes_queued > refill_at {
             return;
         }
-        // The least recently written first; those already queued or busy
-        // (a bounded few) are passed over.
+        self.queue_oldest(map, locks, jobs);
+    }
+
+    /// Queues flushes of every dirty block, at most `flush_max_inflight`
+    /// at once (a mode other than write-back with dirty blocks left).
+    fn schedule_drain(
+        &mut self,
+        map: &mut PlacementMap,
+        locks: &dyn LockView,
+        jobs: &mut Vec<Job>,
+    ) {
+        if self.dirty_blocks > 0 {
+            self.queue_oldest(map, locks, jobs);
+        }
+    }
+
+    /// Queues flushes of the least recently written dirty blocks until
+    /// `flush_max_inflight` are queued. Those already queued or busy (a
+    /// bounded few) are passed over; a busy one is found again by a later
+    /// call (a completion, a write or a tick).
+    fn queue_oldest(&mut self, map: &mut PlacementMap, locks: &dyn LockView, jobs: &mut Vec<Job>) {
         self.scan.clear();
-        let want = (self.cfg.flush_max_inflight - self.flushes_queued) as usize;
+        let want = self
+            .cfg
+            .flush_max_inflight
+            .saturating_sub(self.flushes_queued) as usize;
         self.scan
             .extend(self.dirty_order.oldest_first().take(want * 8 + 16));
         for i in 0..self.scan.len() {
@@ -622,40 +638,6 @@ impl CacheCore {
                 e.dirty_on(self.pair.cache) && e.loc(self.pair.cache) == slot,
                 "slot {slot} is counted dirty but block {b} is not dirty there"
             );
-            self.queue_flush(b, map, locks, jobs);
-        }
-    }
-
-    /// Queues flushes of every dirty block, at most `flush_max_inflight`
-    /// at once (a mode other than write-back with dirty blocks left).
-    fn schedule_drain(
-        &mut self,
-        map: &mut PlacementMap,
-        locks: &dyn LockView,
-        jobs: &mut Vec<Job>,
-    ) {
-        if self.dirty_blocks == 0 {
-            self.drain_queue.clear();
-            return;
-        }
-        if self.drain_queue.is_empty() && self.flushes_queued == 0 {
-            // Blocks busy at the last scan are found by this one.
-            let cache = self.pair.cache;
-            self.scan.clear();
-            self.repl.coldest(self.repl.len(), &mut self.scan);
-            let repl = &self.repl;
-            self.drain_queue.extend(
-                self.scan
-                    .iter()
-                    .rev()
-                    .map(|&slot| repl.block_at(slot))
-                    .filter(|&b| map.get(b).dirty_on(cache)),
-            );
-        }
-        while self.flushes_queued < self.cfg.flush_max_inflight {
-            let Some(b) = self.drain_queue.pop() else {
-                break;
-            };
             self.queue_flush(b, map, locks, jobs);
         }
     }

@@ -65,6 +65,10 @@ pub const JOB_FLUSH: u8 = 3;
 /// Job kind: free the slots of dirty copies a write replaced, once the
 /// write has finished (the job waits for the block's lock).
 pub const JOB_RELEASE: u8 = 4;
+/// Job kind: rebalance once the block's lock is free, the block itself
+/// then a possible victim (queued when every victim rebalancing could
+/// take was locked, so that an idle cache is back within its sizes).
+pub const JOB_REBALANCE: u8 = 5;
 
 /// Level indices: DRAM, the read-optimized SSD, the write-optimized SSD.
 const DRAM: usize = 0;
@@ -195,6 +199,8 @@ pub struct Tica {
     /// write replaced (until the write has finished, a driver's saved
     /// entry may still name them).
     releases: BlockMap<Vec<(usize, u32)>>,
+    /// A [`JOB_REBALANCE`] is queued.
+    rebalance_queued: bool,
     seq: u64,
     counters: TicaCounters,
     /// Levels taken out of service (bit per level): their copies are
@@ -271,6 +277,7 @@ impl Tica {
             write_partition_default: def,
             evicted: Ghost::default(),
             releases: BlockMap::default(),
+            rebalance_queued: false,
             seq: 0,
             counters: TicaCounters::default(),
             dead: 0,
@@ -736,7 +743,9 @@ impl Tica {
     }
 
     /// Restores the invariants: DRAM within its partitions, each SSD
-    /// within its capacity, and moves queued for dirty DRAM pages.
+    /// within its capacity, and moves queued for dirty DRAM pages. Where
+    /// every victim it could take is locked, it tries again when the
+    /// coldest one's lock is free (a [`JOB_REBALANCE`]).
     pub fn rebalance(&mut self, map: &mut PlacementMap, locks: &dyn LockView, jobs: &mut Vec<Job>) {
         for _ in 0..4 * (self.pages.len() + 16) {
             let acted = self.fit_dram(map, locks, jobs)
@@ -744,10 +753,35 @@ impl Tica {
                 || (self.over(RO) && self.evict_ssd(RO, map, locks, jobs))
                 || self.schedule_move(map, locks, jobs);
             if !acted {
+                self.retry_when_unlocked(jobs);
                 return;
             }
         }
         panic!("rebalancing did not settle");
+    }
+
+    /// When DRAM or an SSD is still over its size after rebalancing (its
+    /// victims were locked), queues a [`JOB_REBALANCE`] on the coldest
+    /// victim, unless one is queued.
+    fn retry_when_unlocked(&mut self, jobs: &mut Vec<Job>) {
+        if self.rebalance_queued {
+            return;
+        }
+        let dram_over = self.dram_clean.len() as u64 > self.read_partition()
+            || self.levels[DRAM].resident > self.levels[DRAM].capacity;
+        let set = if dram_over {
+            &self.dram_clean
+        } else if self.over(WO) || (self.over(RO) && self.ssds == Ssds::Mirrored) {
+            &self.ssd_lru
+        } else if self.over(RO) {
+            &self.ro_dirty
+        } else {
+            return;
+        };
+        if let Some(&(_, b)) = set.first() {
+            self.rebalance_queued = true;
+            jobs.push(Job::one(b, JOB_REBALANCE));
+        }
     }
 
     /// Evicts one read-partition page when DRAM is over a partition.

@@ -3,11 +3,24 @@
 //! presents.
 
 use super::{
-    Choice, Page, Ssds, Status, Tica, DRAM, JOB_DEMOTE, JOB_FLUSH, JOB_MOVE, JOB_RELEASE, RO, WO,
+    Choice, Page, Ssds, Status, Tica, DRAM, JOB_DEMOTE, JOB_FLUSH, JOB_MOVE, JOB_REBALANCE,
+    JOB_RELEASE, RO, WO,
 };
 use crate::map::{Entry, PlacementMap};
-use crate::policy::{Ctx, Policy, TickCtx};
+use crate::policy::{Ctx, LockView, Policy, TickCtx};
 use crate::types::{Access, DeviceIndex, Io, Job, Op, Outcome, Purpose, NO_DEP};
+
+/// The locks of every block but `block`.
+struct AllBut<'a> {
+    locks: &'a dyn LockView,
+    block: u64,
+}
+
+impl LockView for AllBut<'_> {
+    fn is_locked(&self, block: u64) -> bool {
+        block != self.block && self.locks.is_locked(block)
+    }
+}
 
 impl Tica {
     /// Plans a queued job whose block is now locked. A job whose page has
@@ -37,7 +50,7 @@ impl Tica {
                 ctx.map.entry_mut(b).dirty = 0;
                 self.counters.flushes += 1;
             }
-            (JOB_MOVE | JOB_DEMOTE | JOB_FLUSH | JOB_RELEASE, _) => {}
+            (JOB_MOVE | JOB_DEMOTE | JOB_FLUSH | JOB_RELEASE | JOB_REBALANCE, _) => {}
             (k, _) => panic!("TICA queues no job of kind {k}"),
         }
     }
@@ -71,6 +84,7 @@ impl Tica {
             purpose: Purpose::Migrate,
             after: NO_DEP,
             acks: false,
+            part: 0,
         });
         for &(level, slot) in &slots[..to.len()] {
             let dst = self.dev(level);
@@ -125,7 +139,18 @@ impl Tica {
             }
             _ => {}
         }
-        self.rebalance(ctx.map, ctx.locks, ctx.jobs);
+        if job.kind != JOB_REBALANCE {
+            self.rebalance(ctx.map, ctx.locks, ctx.jobs);
+            return;
+        }
+        // The job's block is still locked, by the job alone, with no
+        // operation in flight: it may be the victim the job waited for.
+        self.rebalance_queued = false;
+        let locks = AllBut {
+            locks: ctx.locks,
+            block: b,
+        };
+        self.rebalance(ctx.map, &locks, ctx.jobs);
     }
 
     /// Keeps only the copies a consistent page has: the dirty ones when

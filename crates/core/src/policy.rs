@@ -1,8 +1,9 @@
 //! The policy interface: what a policy sees and answers. The policies
 //! themselves and their registry are in [`crate::policies`].
 //!
-//! A policy sees one block access at a time, with the block's lock held by
-//! the [`crate::dispatch::Dispatcher`], and answers with a [`Plan`] of device
+//! A policy sees one client access at a time (of one block, or of a range
+//! when it allows ranges), with the blocks' locks held by the
+//! [`crate::dispatch::Dispatcher`], and answers with a [`Plan`] of device
 //! operations, changes to the [`PlacementMap`] and background [`Job`]s. It
 //! never performs I/O and never reads a clock: time and measurements arrive
 //! through [`Observation`]s on ticks.
@@ -165,12 +166,24 @@ pub trait Policy: Send {
     /// Block locations the policy uses on `device` (its address space).
     fn address_space(&self, device: usize) -> u64;
 
-    /// Decides how to serve one block access.
+    /// Decides how to serve a client access, of one block unless
+    /// [`Policy::max_access_blocks`] allows more.
     ///
     /// Contract with drivers that persist the map: a decision may add copies
-    /// only of its own block (the plan's operations fill them); other blocks
-    /// it touches (eviction victims) may only lose copies.
+    /// only of its own blocks (the plan's operations fill them); other blocks
+    /// it touches (eviction victims) may only lose copies. In a plan for
+    /// several blocks, each client operation names the block it serves in
+    /// [`crate::types::Io::part`], and every block has one.
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome;
+
+    /// The most blocks one decision may cover. The dispatcher hands a
+    /// longer client access to [`Policy::decide`] in pieces of at most this
+    /// many, each decided under the locks of all its blocks. The default, 1,
+    /// suits policies that place each block on its own (caches, tiering);
+    /// fixed placements decide a whole range at once.
+    fn max_access_blocks(&self) -> u32 {
+        1
+    }
 
     /// Hints that `block`, whose map entry is `entry`, will be accessed
     /// soon: the policy may start loading the state its decision will read

@@ -19,13 +19,43 @@ pub enum Op {
     Write,
 }
 
-/// One block of a client request, as the policy sees it.
+/// A client access to consecutive blocks, as the policy sees it: the
+/// blocks `block .. block + blocks`. A policy decides at most
+/// [`crate::policy::Policy::max_access_blocks`] blocks at once (one, unless
+/// it says otherwise); the dispatcher hands it longer accesses in pieces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Access {
-    /// Block number in the volume's address space.
+    /// The first block, in the volume's address space.
     pub block: u64,
+    /// How many blocks, from `block` (at least 1).
+    pub blocks: u32,
     /// Read or write.
     pub op: Op,
+}
+
+impl Access {
+    /// An access of `op` to the one block `block`.
+    #[inline]
+    pub fn one(block: u64, op: Op) -> Access {
+        Access {
+            block,
+            blocks: 1,
+            op,
+        }
+    }
+
+    /// An access of `op` to the `blocks` blocks from `block`.
+    #[inline]
+    pub fn range(block: u64, blocks: u32, op: Op) -> Access {
+        assert!(blocks >= 1, "an access covers at least one block");
+        Access { block, blocks, op }
+    }
+
+    /// One past the last block of the access.
+    #[inline]
+    pub fn end(&self) -> u64 {
+        self.block + self.blocks as u64
+    }
 }
 
 /// Why a device operation is issued; drivers account bytes per purpose.
@@ -82,6 +112,10 @@ pub struct Io {
     pub after: PlanIndex,
     /// Whether the client's acknowledgement waits for this operation.
     pub acks: bool,
+    /// For an operation of a client access: which of the access's blocks
+    /// it serves (block `access.block + part`; 0 for one-block accesses).
+    /// 0 for jobs.
+    pub part: u16,
 }
 
 /// The operations that carry out one decision. Small and reused.
@@ -116,9 +150,17 @@ impl Plan {
         index as PlanIndex
     }
 
-    /// Appends a client read or write that the acknowledgement waits for.
+    /// Appends a client read or write that the acknowledgement waits for
+    /// (of a one-block access).
     #[inline]
     pub fn client(&mut self, device: DeviceIndex, dir: Op, addr: u64) -> PlanIndex {
+        self.client_part(device, dir, addr, 0)
+    }
+
+    /// Appends a client read or write that the acknowledgement waits for,
+    /// serving block `part` of a multi-block access.
+    #[inline]
+    pub fn client_part(&mut self, device: DeviceIndex, dir: Op, addr: u64, part: u16) -> PlanIndex {
         self.push(Io {
             device,
             dir,
@@ -126,6 +168,7 @@ impl Plan {
             purpose: Purpose::Client,
             after: NO_DEP,
             acks: true,
+            part,
         })
     }
 
@@ -149,6 +192,7 @@ impl Plan {
                 purpose,
                 after: NO_DEP,
                 acks,
+                part: 0,
             }),
         };
         self.push(Io {
@@ -158,6 +202,7 @@ impl Plan {
             purpose,
             after: r,
             acks,
+            part: 0,
         });
     }
 

@@ -69,13 +69,7 @@ fn run(perf_us: u64, cap_us: u64) -> Vec<(&'static str, f64)> {
     for _ in 0..40 {
         for block in 8 * SEGMENT_BLOCKS..9 * SEGMENT_BLOCKS {
             tag += 1;
-            d.submit(
-                tag,
-                Access {
-                    block,
-                    op: Op::Read,
-                },
-            );
+            d.submit(tag, Access::one(block, Op::Read));
         }
         settle(&mut d);
     }

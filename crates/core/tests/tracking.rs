@@ -194,22 +194,31 @@ impl World {
         for step in 0..steps {
             match rng.below(10) {
                 0..=3 => {
-                    let block = rng.below(VOL_BLOCKS / 2);
+                    // One block, or now and then a range of 2 to 6 (the
+                    // dispatcher reports block `i` with tag `tag + i`).
+                    let blocks = match rng.below(4) {
+                        0 => 2 + rng.below(5),
+                        _ => 1,
+                    };
+                    let first = rng.below(VOL_BLOCKS / 2 - blocks + 1);
                     let op = if rng.below(3) == 0 {
                         Op::Write
                     } else {
                         Op::Read
                     };
-                    tag += 1;
-                    if op == Op::Write {
-                        self.next_version += 1;
-                        writes.insert(tag, self.next_version);
-                        self.issued
-                            .entry(block)
-                            .or_default()
-                            .push(self.next_version);
+                    let first_tag = tag + 1;
+                    for block in first..first + blocks {
+                        tag += 1;
+                        if op == Op::Write {
+                            self.next_version += 1;
+                            writes.insert(tag, self.next_version);
+                            self.issued
+                                .entry(block)
+                                .or_default()
+                                .push(self.next_version);
+                        }
                     }
-                    d.submit(tag, Access { block, op });
+                    d.submit(first_tag, Access::range(first, blocks as u32, op));
                 }
                 5 if self.trims => {
                     // A discard of 1 to 8 blocks (whole segments at

@@ -356,7 +356,7 @@ pub fn replay_accesses(
     let mut dispatcher = Dispatcher::new(policy, home);
     Ok(replay(
         &mut dispatcher,
-        accesses.map(|(block, op)| Access { block, op }),
+        accesses.map(|(block, op)| Access::one(block, op)),
         home,
         log_storage,
     ))

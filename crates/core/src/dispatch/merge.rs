@@ -62,6 +62,7 @@ mod tests {
                 purpose: Purpose::Client,
                 after: NO_DEP,
                 acks: true,
+                part: 0,
             },
             src_payload: 0,
             tag: 0,

@@ -12,10 +12,19 @@
 //! Reads take the lock shared and writes and background jobs take it
 //! exclusively, so a decision never sees a block while another plan is
 //! changing it. A read decided alone may upgrade to exclusive (to fill a
-//! cache); one decided beside other readers may not write. A job covering a
-//! range of blocks (a segment move) takes every block's lock, in ascending
-//! block order and waiting at the first one it cannot have, so ranges never
-//! deadlock each other.
+//! cache); one decided beside other readers may not write.
+//!
+//! Work covering a range of blocks (a client access of several blocks, a
+//! segment move) asks for every block's lock when it arrives: it holds at
+//! once those it can have and queues behind earlier work at the others,
+//! and runs once it holds them all. Every block's queue is in arrival
+//! order, so no work ever waits for later work: ranges never deadlock, and
+//! a later write never overtakes an earlier one on any block.
+//!
+//! A client access of several blocks keeps one tag per block: block
+//! `access.block + i` is reported with tag `tag + i` (its operations'
+//! [`Ready::tag`], its [`Acked`] and its [`Finished`]), so a driver routes
+//! each block's data as if it had submitted the blocks one by one.
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::VecDeque;
@@ -40,19 +49,22 @@ pub struct Ready {
     pub io: Io,
     /// For a copy's write: the payload its source read completed with.
     pub src_payload: u64,
-    /// The client access's tag, or [`NO_TAG`] for background jobs.
+    /// The tag of the client block the operation serves (the access's tag
+    /// plus [`Io::part`]), or [`NO_TAG`] for background jobs.
     pub tag: u64,
 }
 
 /// Tag of operations that belong to background jobs.
 pub const NO_TAG: u64 = u64::MAX;
 
-/// A client access whose acknowledgement is due.
+/// A block of a client access whose acknowledgement is due (an access of
+/// several blocks is acknowledged block by block, all at once).
 #[derive(Clone, Copy, Debug)]
 pub struct Acked {
-    /// The driver's tag for the access.
+    /// The driver's tag for the block (the access's tag plus the block's
+    /// index in it).
     pub tag: u64,
-    /// The access.
+    /// The block's access (one block).
     pub access: Access,
     /// How the policy classified it.
     pub outcome: Outcome,
@@ -87,7 +99,8 @@ pub struct Decided {
 /// of its blocks).
 #[derive(Clone, Copy, Debug)]
 pub struct Finished {
-    /// The client access's tag, or [`NO_TAG`] for a background job.
+    /// The tag of the client block (the access's tag plus the block's
+    /// index in it), or [`NO_TAG`] for a background job.
     pub tag: u64,
     /// One of the blocks the plan held.
     pub block: u64,
@@ -124,12 +137,6 @@ enum Work {
 }
 
 impl Work {
-    fn tag(&self) -> u64 {
-        match self {
-            Work::Client { tag, .. } | Work::Trim { tag, .. } => *tag,
-            Work::Job(_) => NO_TAG,
-        }
-    }
     /// The first block the work locks.
     fn block(&self) -> u64 {
         match self {
@@ -141,7 +148,7 @@ impl Work {
     /// One past the last block the work locks.
     fn end(&self) -> u64 {
         match self {
-            Work::Client { access, .. } => access.block + 1,
+            Work::Client { access, .. } => access.end(),
             Work::Job(j) => j.block + j.blocks as u64,
             Work::Trim { block, .. } => block + 1,
         }
@@ -155,21 +162,40 @@ impl Work {
             }
         )
     }
+    /// The tag of the `index`-th block of the work.
+    #[inline]
+    fn block_tag(&self, index: u64) -> u64 {
+        match self {
+            Work::Client { tag, .. } => tag + index,
+            Work::Trim { tag, .. } => *tag,
+            Work::Job(_) => NO_TAG,
+        }
+    }
 }
 
-/// Work taking the locks of its blocks in ascending order; `next` is the
-/// first block whose lock it does not hold yet.
+// The work queues and the lock waiters hold `Work` by value: keep it small.
+const _: () = assert!(std::mem::size_of::<Work>() <= 24);
+
+/// Work waiting for some of its blocks' locks, and how many it lacks.
 #[derive(Clone, Copy, Debug)]
-struct Acquiring {
+struct Waiting {
     work: Work,
-    next: u64,
+    missing: u32,
+}
+
+/// A place in a block's lock queue: the waiting work (its index in
+/// `Dispatcher::waiting`) and whether it wants the lock exclusively.
+#[derive(Clone, Copy, Debug)]
+struct Waiter {
+    id: u32,
+    exclusive: bool,
 }
 
 #[derive(Default, Debug)]
 struct LockState {
     readers: u32,
     writer: bool,
-    waiters: VecDeque<Acquiring>,
+    waiters: VecDeque<Waiter>,
 }
 
 impl LockState {
@@ -203,22 +229,19 @@ impl LockState {
         }
     }
 
-    /// Grants the lock of `block` to the waiters that can have it now, in
-    /// order (every shared waiter up to an exclusive one, or the exclusive
-    /// one alone), moving them to `resumed`. Returns true when the lock is
+    /// Grants the lock to the waiters that can have it now, in order
+    /// (every shared waiter up to an exclusive one, or the exclusive one
+    /// alone), adding their ids to `granted`. Returns true when the lock is
     /// then free with no waiter (its state can go).
-    fn grant(&mut self, block: u64, resumed: &mut VecDeque<Acquiring>) -> bool {
-        while let Some(next) = self.waiters.front() {
-            let ex = next.work.exclusive();
-            if !self.can_grant(ex) {
+    fn grant(&mut self, granted: &mut Vec<u32>) -> bool {
+        while let Some(&next) = self.waiters.front() {
+            if !self.can_grant(next.exclusive) {
                 break;
             }
-            let mut next = self.waiters.pop_front().expect("front exists");
-            assert_eq!(next.next, block, "a waiter waits at the block it needs");
-            self.hold(ex);
-            next.next = block + 1;
-            resumed.push_back(next);
-            if ex {
+            self.waiters.pop_front();
+            self.hold(next.exclusive);
+            granted.push(next.id);
+            if next.exclusive {
                 break;
             }
         }
@@ -226,14 +249,9 @@ impl LockState {
     }
 
     /// [`LockState::release`] then [`LockState::grant`].
-    fn release_and_grant(
-        &mut self,
-        block: u64,
-        exclusive: bool,
-        resumed: &mut VecDeque<Acquiring>,
-    ) -> bool {
+    fn release_and_grant(&mut self, exclusive: bool, granted: &mut Vec<u32>) -> bool {
         self.release(exclusive);
-        self.grant(block, resumed)
+        self.grant(granted)
     }
 }
 
@@ -254,7 +272,15 @@ struct Flight {
     acks_remaining: u32,
     acked: bool,
     outcome: Outcome,
+    /// For a client access: the payload of the read that served it (of its
+    /// first block).
     client_payload: u64,
+    /// For a client access of several blocks: per block, the payload of
+    /// the read that served it (empty for one block).
+    client_payloads: Vec<u64>,
+    /// For a client access of several blocks: the blocks (their `part`)
+    /// whose client operation failed.
+    failed_parts: Vec<u16>,
     /// The entries of the work's blocks before the decision.
     pre: Vec<Entry>,
     /// Operations that failed or were skipped.
@@ -299,9 +325,17 @@ pub struct Dispatcher {
     plan: Plan,
     jobs: Vec<Job>,
     incoming: VecDeque<Work>,
-    /// Work that was just granted a lock it waited for and continues
-    /// taking the rest of its range.
-    resumed: VecDeque<Acquiring>,
+    /// Work waiting for some of its blocks' locks (by the ids in the
+    /// blocks' queues), and the free ids.
+    waiting: Vec<Waiting>,
+    free_waiting: Vec<u32>,
+    /// The waiters a release just granted a lock (scratch).
+    granted: Vec<u32>,
+    /// Work that was granted the last lock it waited for, to run.
+    resumed: VecDeque<Work>,
+    /// The most blocks the policy decides at once
+    /// ([`Policy::max_access_blocks`]).
+    max_access_blocks: u32,
     to_finish: Vec<u32>,
     ready: VecDeque<Ready>,
     acked: VecDeque<Acked>,
@@ -320,6 +354,12 @@ pub struct Dispatcher {
 impl Dispatcher {
     /// Wraps `policy`; `home` is the device holding unplaced blocks.
     pub fn new(policy: Box<dyn Policy>, home: u8) -> Self {
+        let max_access_blocks = policy.max_access_blocks();
+        assert!(
+            (1..=u16::MAX as u32 + 1).contains(&max_access_blocks),
+            "policy '{}' decides {max_access_blocks} blocks at once",
+            policy.name()
+        );
         Dispatcher {
             policy,
             map: PlacementMap::new(home),
@@ -329,7 +369,11 @@ impl Dispatcher {
             plan: Plan::default(),
             jobs: Vec::new(),
             incoming: VecDeque::new(),
+            waiting: Vec::new(),
+            free_waiting: Vec::new(),
+            granted: Vec::new(),
             resumed: VecDeque::new(),
+            max_access_blocks,
             to_finish: Vec::new(),
             ready: VecDeque::new(),
             acked: VecDeque::new(),
@@ -520,9 +564,26 @@ impl Dispatcher {
         placed
     }
 
-    /// Submits one block access of a client request, tagged by the driver.
+    /// Submits a client access, tagged by the driver: block
+    /// `access.block + i` is reported with tag `tag + i`. The policy
+    /// decides it in pieces of at most [`Policy::max_access_blocks`]
+    /// blocks, one after another in block order.
     pub fn submit(&mut self, tag: u64, access: Access) {
-        self.incoming.push_back(Work::Client { tag, access });
+        if access.blocks == 1 || access.blocks <= self.max_access_blocks {
+            assert!(access.blocks >= 1, "an access covers at least one block");
+            self.incoming.push_back(Work::Client { tag, access });
+        } else {
+            let mut done = 0;
+            while done < access.blocks {
+                let n = (access.blocks - done).min(self.max_access_blocks);
+                let piece = Access::range(access.block + done as u64, n, access.op);
+                self.incoming.push_back(Work::Client {
+                    tag: tag + done as u64,
+                    access: piece,
+                });
+                done += n;
+            }
+        }
         self.pump();
     }
 
@@ -649,9 +710,13 @@ impl Dispatcher {
             f.acks_remaining -= 1;
         }
         if io.purpose == Purpose::Client && io.dir == Op::Read {
-            f.client_payload = payload;
+            if f.client_payloads.is_empty() {
+                assert_eq!(io.part, 0, "plan {flight} serves a block past its access");
+                f.client_payload = payload;
+            } else {
+                f.client_payloads[io.part as usize] = payload;
+            }
         }
-        let tag = f.work.tag();
         if ok && f.gather && io.dir == Op::Read {
             self.gathered_read(flight);
             return;
@@ -665,7 +730,7 @@ impl Dispatcher {
                         index: j as PlanIndex,
                         io: *dep,
                         src_payload: payload,
-                        tag,
+                        tag: f.work.block_tag(dep.part as u64),
                     });
                 }
             }
@@ -677,7 +742,12 @@ impl Dispatcher {
             Op::Read if io.purpose == Purpose::Client => f.failures.client_reads |= 1 << io.device,
             Op::Read => {}
         }
-        f.client_failed |= io.acks && io.purpose == Purpose::Client;
+        if io.acks && io.purpose == Purpose::Client {
+            f.client_failed = true;
+            if !f.client_payloads.is_empty() && !f.failed_parts.contains(&io.part) {
+                f.failed_parts.push(io.part);
+            }
+        }
         let skipped: Vec<PlanIndex> = (index as usize + 1..f.ios.len())
             .filter(|&j| f.ios[j].after == index)
             .map(|j| j as PlanIndex)
@@ -704,7 +774,6 @@ impl Dispatcher {
         if f.reads_waiting > 0 {
             return;
         }
-        let tag = f.work.tag();
         for (j, dep) in f.ios.iter().enumerate() {
             let src = dep.after;
             if src == NO_DEP || f.ios[src as usize].dir != Op::Read || f.failed_reads.contains(&src)
@@ -716,20 +785,40 @@ impl Dispatcher {
                 index: j as PlanIndex,
                 io: *dep,
                 src_payload: f.payloads[src as usize],
-                tag,
+                tag: f.work.block_tag(dep.part as u64),
             });
         }
     }
 
+    #[inline]
     fn ack(f: &mut Flight, acked: &mut VecDeque<Acked>) {
         f.acked = true;
-        if let Work::Client { tag, access } = f.work {
+        let Work::Client { tag, access } = f.work else {
+            return;
+        };
+        if access.blocks == 1 {
             acked.push_back(Acked {
                 tag,
                 access,
                 outcome: f.outcome,
                 payload: f.client_payload,
                 failed: f.client_failed,
+            });
+        } else {
+            Self::ack_blocks(f, tag, access, acked);
+        }
+    }
+
+    /// Acknowledges the blocks of a client access of several blocks.
+    #[inline(never)]
+    fn ack_blocks(f: &Flight, tag: u64, access: Access, acked: &mut VecDeque<Acked>) {
+        for (i, &payload) in f.client_payloads.iter().enumerate() {
+            acked.push_back(Acked {
+                tag: tag + i as u64,
+                access: Access::one(access.block + i as u64, access.op),
+                outcome: f.outcome,
+                payload,
+                failed: f.failed_parts.contains(&(i as u16)),
             });
         }
     }
@@ -738,46 +827,88 @@ impl Dispatcher {
         loop {
             if let Some(fid) = self.to_finish.pop() {
                 self.finish(fid);
-            } else if let Some(a) = self.resumed.pop_front() {
-                self.acquire(a);
+            } else if let Some(work) = self.resumed.pop_front() {
+                self.run(work, work.exclusive());
             } else if let Some(work) = self.incoming.pop_front() {
-                self.acquire(Acquiring {
-                    work,
-                    next: work.block(),
-                });
+                self.acquire(work);
             } else {
                 break;
             }
         }
     }
 
-    /// Takes the locks of the work's remaining blocks in ascending order and
-    /// runs it once it holds them all; otherwise queues it at the first
-    /// block it cannot have.
-    fn acquire(&mut self, mut a: Acquiring) {
-        let exclusive = a.work.exclusive();
-        let end = a.work.end();
-        assert!(a.work.block() < end, "work covers no block");
-        while a.next < end {
-            let st = match self.locks.0.entry(a.next) {
+    /// Asks for the locks of all the work's blocks: holds those it can have
+    /// now and queues behind earlier work at the others. Runs the work at
+    /// once when it holds them all; otherwise it runs when granted the last
+    /// ([`Dispatcher::release`]).
+    fn acquire(&mut self, work: Work) {
+        let exclusive = work.exclusive();
+        let end = work.end();
+        assert!(work.block() < end, "work covers no block");
+        let mut id = None;
+        let mut missing = 0u32;
+        for b in work.block()..end {
+            let st = match self.locks.0.entry(b) {
                 // A free block: its state is made held, never read back.
                 MapEntry::Vacant(v) => {
                     v.insert(LockState::held(exclusive));
-                    a.next += 1;
                     continue;
                 }
                 MapEntry::Occupied(o) => o.into_mut(),
             };
             if st.waiters.is_empty() && st.can_grant(exclusive) {
                 st.hold(exclusive);
-                a.next += 1;
-            } else {
-                st.waiters.push_back(a);
+                continue;
+            }
+            let id = *id.get_or_insert_with(|| match self.free_waiting.pop() {
+                Some(i) => i,
+                None => {
+                    self.waiting.push(Waiting { work, missing: 0 });
+                    (self.waiting.len() - 1) as u32
+                }
+            });
+            st.waiters.push_back(Waiter { id, exclusive });
+            missing += 1;
+        }
+        match id {
+            None => self.run(work, exclusive),
+            Some(id) => {
+                self.waiting[id as usize] = Waiting { work, missing };
                 self.stats.lock_waits += 1;
-                return;
             }
         }
-        self.run(a.work, exclusive);
+    }
+
+    /// Counts the locks [`LockState::grant`] just gave to waiting work;
+    /// work that now holds all its blocks' locks is queued to run.
+    #[inline]
+    fn granted(&mut self) {
+        if self.granted.is_empty() {
+            return;
+        }
+        for id in self.granted.drain(..) {
+            let w = &mut self.waiting[id as usize];
+            assert!(w.missing > 0, "waiting work granted a lock it holds");
+            w.missing -= 1;
+            if w.missing == 0 {
+                self.resumed.push_back(w.work);
+                self.free_waiting.push(id);
+            }
+        }
+    }
+
+    /// Whether work holding its blocks' locks shared holds every one of
+    /// them alone (so its decision may write).
+    fn reads_alone(&self, work: &Work) -> bool {
+        let alone = |b| {
+            let st = &self.locks.0[&b];
+            st.readers == 1 && !st.writer
+        };
+        let block = work.block();
+        match work.end() - block {
+            1 => alone(block),
+            _ => (block..work.end()).all(alone),
+        }
     }
 
     fn run(&mut self, work: Work, mut exclusive: bool) {
@@ -785,12 +916,13 @@ impl Dispatcher {
         self.plan.clear();
         self.jobs.clear();
         self.pre.clear();
-        self.pre
-            .extend((block..work.end()).map(|b| self.map.get(b)));
-        let may_write = exclusive || {
-            let st = &self.locks.0[&block];
-            st.readers == 1 && !st.writer
-        };
+        match work.end() - block {
+            1 => self.pre.push(self.map.get(block)),
+            _ => self
+                .pre
+                .extend((block..work.end()).map(|b| self.map.get(b))),
+        }
+        let may_write = exclusive || self.reads_alone(&work);
         let mut ctx = Ctx {
             map: &mut self.map,
             locks: &self.locks,
@@ -799,7 +931,13 @@ impl Dispatcher {
             may_write,
         };
         let outcome = match work {
-            Work::Client { access, .. } => self.policy.decide(access, &mut ctx),
+            Work::Client { access, .. } => {
+                let outcome = self.policy.decide(access, &mut ctx);
+                if access.blocks > 1 {
+                    self.check_parts(access);
+                }
+                outcome
+            }
             Work::Job(job) => {
                 self.stats.jobs_started += 1;
                 self.policy.start_job(job, &mut ctx);
@@ -821,9 +959,11 @@ impl Dispatcher {
                 "policy '{}' wrote block {block} while sharing its lock",
                 self.policy.name()
             );
-            let st = self.locks.0.get_mut(&block).expect("lock held");
-            st.readers -= 1;
-            st.writer = true;
+            for b in block..work.end() {
+                let st = self.locks.0.get_mut(&b).expect("lock held");
+                st.readers -= 1;
+                st.writer = true;
+            }
             exclusive = true;
         }
         if self.tracking {
@@ -837,6 +977,35 @@ impl Dispatcher {
         }
         self.launch(work, exclusive, outcome);
         self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+    }
+
+    /// Checks the plan of a client access of several blocks: every client
+    /// operation serves one of its blocks, and every block has one that the
+    /// acknowledgement waits for.
+    fn check_parts(&self, access: Access) {
+        let mut served = vec![false; access.blocks as usize];
+        for io in self
+            .plan
+            .ios
+            .iter()
+            .filter(|io| io.purpose == Purpose::Client)
+        {
+            assert!(
+                (io.part as u32) < access.blocks,
+                "policy '{}' planned a client operation for block {} of a {}-block access",
+                self.policy.name(),
+                io.part,
+                access.blocks
+            );
+            served[io.part as usize] |= io.acks;
+        }
+        if let Some(i) = served.iter().position(|&s| !s) {
+            panic!(
+                "policy '{}' planned no client operation for block {i} of a {}-block access",
+                self.policy.name(),
+                access.blocks
+            );
+        }
     }
 
     /// Turns the decided plan into a flight: hands out the operations that
@@ -856,6 +1025,8 @@ impl Dispatcher {
                     acked: false,
                     outcome,
                     client_payload: 0,
+                    client_payloads: Vec::new(),
+                    failed_parts: Vec::new(),
                     pre: Vec::new(),
                     failures: Failures::default(),
                     client_failed: false,
@@ -883,6 +1054,15 @@ impl Dispatcher {
         f.acked = false;
         f.outcome = outcome;
         f.client_payload = 0;
+        match work {
+            Work::Client { access, .. } if access.blocks > 1 => {
+                f.client_payloads.clear();
+                f.client_payloads.resize(access.blocks as usize, 0);
+                f.failed_parts.clear();
+            }
+            _ if !f.client_payloads.is_empty() => f.client_payloads.clear(),
+            _ => {}
+        }
         f.gather = self.plan.gather;
         f.failed_reads.clear();
         f.fed.clear();
@@ -897,7 +1077,7 @@ impl Dispatcher {
                     index: i as PlanIndex,
                     io: *io,
                     src_payload: 0,
-                    tag: work.tag(),
+                    tag: work.block_tag(io.part as u64),
                 });
             }
         }
@@ -910,23 +1090,25 @@ impl Dispatcher {
     }
 
     fn finish(&mut self, fid: u32) {
-        let (work, exclusive, failed) = {
+        let (work, exclusive, client_failed) = {
             let f = &self.flights[fid as usize];
             (f.work, f.exclusive, f.client_failed)
         };
-        let mut failed = failed;
-        if !self.flights[fid as usize].failures.is_empty() {
+        let failures = !self.flights[fid as usize].failures.is_empty();
+        if failures {
             self.repair(fid);
-            failed = self.write_failed(fid);
         }
         if let Work::Job(job) = work {
             self.run_controller(|policy, ctx| policy.finish_job(job, ctx));
         }
-        self.free_flights.push(fid);
         for block in work.block()..work.end() {
             if self.tracking {
+                let failed = match failures {
+                    true => self.write_failed(fid, block),
+                    false => client_failed,
+                };
                 self.events.push_back(MapEvent::Finished(Finished {
-                    tag: work.tag(),
+                    tag: work.block_tag(block - work.block()),
                     block,
                     entry: self.map.get(block),
                     failed,
@@ -934,6 +1116,7 @@ impl Dispatcher {
             }
             self.release(block, exclusive);
         }
+        self.free_flights.push(fid);
     }
 
     /// Releases `block`'s lock and grants it to the waiters that can have
@@ -945,11 +1128,10 @@ impl Dispatcher {
             let MapEntry::Occupied(mut o) = self.locks.0.entry(block) else {
                 panic!("released block {block}'s lock, which is not held");
             };
-            if o.get_mut()
-                .release_and_grant(block, exclusive, &mut self.resumed)
-            {
+            if o.get_mut().release_and_grant(exclusive, &mut self.granted) {
                 o.remove();
             }
+            self.granted();
             return;
         }
         let st = self.locks.0.get_mut(&block).expect("lock held");
@@ -961,9 +1143,10 @@ impl Dispatcher {
             }
         }
         let st = self.locks.0.get_mut(&block).expect("lock held");
-        if st.grant(block, &mut self.resumed) {
+        if st.grant(&mut self.granted) {
             self.locks.0.remove(&block);
         }
+        self.granted();
     }
 }
 

@@ -10,13 +10,16 @@ use crate::types::{DeviceIndex, Op, Purpose};
 
 impl Dispatcher {
     /// Brings the entries of a plan whose operations failed to what the
-    /// devices still hold, through the policy. A read that shares its lock
-    /// with other readers is repaired when the last of them lets go (they
-    /// may be reading the same copies).
+    /// devices still hold, through the policy. A read's block that other
+    /// readers share is repaired when the last of them lets go (they may be
+    /// reading the same copies). The failures are the plan's, not the
+    /// block's: in a plan of several blocks, every block is repaired as if
+    /// each failed operation had been its own, which may drop copies that
+    /// are good but never keeps one that is not.
     pub(super) fn repair(&mut self, fid: u32) {
         let f = &self.flights[fid as usize];
         let work = f.work;
-        let block = work.block();
+        let exclusive = f.exclusive;
         let written = f
             .ios
             .iter()
@@ -26,23 +29,22 @@ impl Dispatcher {
             written,
             ..f.failures
         };
-        let alone = f.exclusive || self.locks.0.get(&block).is_some_and(|st| st.readers == 1);
-        if !alone {
+        let pre = std::mem::take(&mut self.flights[fid as usize].pre);
+        for (b, &old) in (work.block()..work.end()).zip(&pre) {
+            let alone = exclusive || self.locks.0.get(&b).is_some_and(|st| st.readers == 1);
+            if alone {
+                self.repair_block(b, old, failures);
+                continue;
+            }
             // A read beside other readers (which may be reading the same
             // copy): repaired when the last of them lets go of the block.
-            let old = f.pre[0];
             let d = self
                 .deferred_repairs
-                .entry(block)
+                .entry(b)
                 .or_insert((old, Failures::default()));
             d.1.writes |= failures.writes;
             d.1.written |= failures.written;
             d.1.client_reads |= failures.client_reads;
-            return;
-        }
-        let pre = std::mem::take(&mut self.flights[fid as usize].pre);
-        for (b, &old) in (block..work.end()).zip(&pre) {
-            self.repair_block(b, old, failures);
         }
         self.flights[fid as usize].pre = pre;
         self.note_changes(None, 0);
@@ -67,26 +69,32 @@ impl Dispatcher {
         self.incoming.extend(self.jobs.drain(..).map(Work::Job));
     }
 
-    /// Whether a plan with failed operations fails its client: a read
-    /// fails when its client read did (settled when acknowledged); a write
-    /// fails unless every current copy of its block, after the repair, is
-    /// one of its own writes that succeeded (a write-through write whose
-    /// cache half failed still succeeds: home holds the data).
-    pub(super) fn write_failed(&self, fid: u32) -> bool {
+    /// Whether a plan with failed operations fails its client's `block`:
+    /// a read fails when its client read did (settled when acknowledged); a
+    /// write fails unless every current copy of the block, after the
+    /// repair, is one of the plan's own writes of it that succeeded (a
+    /// write-through write whose cache half failed still succeeds: home
+    /// holds the data). A write to a device where any of the plan's writes
+    /// failed counts as failed.
+    pub(super) fn write_failed(&self, fid: u32, block: u64) -> bool {
         let f = &self.flights[fid as usize];
         let Work::Client { access, .. } = f.work else {
             return false;
         };
+        let part = (block - access.block) as u16;
         if access.op == Op::Read {
-            return f.client_failed;
+            return match access.blocks {
+                1 => f.client_failed,
+                _ => f.failed_parts.contains(&part),
+            };
         }
         let written_ok = f
             .ios
             .iter()
-            .filter(|io| io.dir == Op::Write && io.purpose == Purpose::Client)
+            .filter(|io| io.dir == Op::Write && io.purpose == Purpose::Client && io.part == part)
             .fold(0u8, |m, io| m | 1 << io.device)
             & !f.failures.writes;
-        let current = current_copies(&self.map.get(access.block));
+        let current = current_copies(&self.map.get(block));
         current == 0 || current & !written_ok != 0
     }
 

@@ -71,8 +71,14 @@ impl<L: Layout> Policy for Fixed<L> {
         }
     }
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
-        ctx.plan
-            .client(self.device_of(access.block), access.op, access.block);
+        for part in 0..access.blocks {
+            let block = access.block + part as u64;
+            ctx.plan
+                .client_part(self.device_of(block), access.op, block, part as u16);
+        }
         Outcome::NotApplicable
+    }
+    fn max_access_blocks(&self) -> u32 {
+        super::RANGE_DECISION_BLOCKS
     }
 }

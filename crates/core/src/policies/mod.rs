@@ -29,6 +29,12 @@ pub mod tica;
 pub mod tiered;
 pub mod ucache;
 
+/// The most blocks a policy that places every block by a fixed rule
+/// (`passthrough`, `split`, `stripe`) decides at once: 1 MiB of 4 KiB
+/// blocks, as many as the drivers merge into one device operation
+/// ([`crate::dispatch::merge::MERGE_MAX_BLOCKS`]).
+pub const RANGE_DECISION_BLOCKS: u32 = crate::dispatch::merge::MERGE_MAX_BLOCKS as u32;
+
 /// Constructor signature of a registered policy.
 pub type PolicyBuilder = fn(&Params, &VolumeSpec, u64) -> Result<Box<dyn Policy>, PolicyError>;
 

@@ -44,8 +44,15 @@ impl Policy for Passthrough {
         }
     }
     fn decide(&mut self, access: Access, ctx: &mut Ctx<'_>) -> Outcome {
-        ctx.plan.client(self.home, access.op, access.block);
+        for part in 0..access.blocks {
+            let block = access.block + part as u64;
+            ctx.plan
+                .client_part(self.home, access.op, block, part as u16);
+        }
         Outcome::NotApplicable
+    }
+    fn max_access_blocks(&self) -> u32 {
+        super::RANGE_DECISION_BLOCKS
     }
     fn may_keep_sole_copies(&self, _devices: u8) -> bool {
         false

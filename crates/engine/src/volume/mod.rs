@@ -411,13 +411,7 @@ impl Volume {
                 let first = req.first_block;
                 for b in rmw.into_iter().flatten() {
                     let tag = client_tag(idx, true, b - first);
-                    self.dispatcher.submit(
-                        tag,
-                        Access {
-                            block: b,
-                            op: Op::Read,
-                        },
-                    );
+                    self.dispatcher.submit(tag, Access::one(b, Op::Read));
                 }
                 self.drain(r);
                 return;
@@ -431,16 +425,10 @@ impl Volume {
         req.phase = Phase::Access;
         req.pending = req.nblocks;
         req.open_flights += req.nblocks;
-        let (first, n, op) = (req.first_block, req.nblocks as u64, req.op);
-        for i in 0..n {
-            self.dispatcher.submit(
-                client_tag(idx, false, i),
-                Access {
-                    block: first + i,
-                    op,
-                },
-            );
-        }
+        let (first, n, op) = (req.first_block, req.nblocks, req.op);
+        // Block `i` of the request is reported with tag `client_tag(idx, false, i)`.
+        self.dispatcher
+            .submit(client_tag(idx, false, 0), Access::range(first, n, op));
         self.drain(r);
     }
 

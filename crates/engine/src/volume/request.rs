@@ -12,7 +12,11 @@ const BLOCK_BITS: u32 = 20;
 const RMW_BIT: u64 = 1 << BLOCK_BITS;
 const SLOT_SHIFT: u32 = BLOCK_BITS + 1;
 
+/// The tag of block `index` of the request in `slot`; the tags of a
+/// request's blocks are consecutive, as the dispatcher numbers the blocks
+/// of one access.
 pub(super) fn client_tag(slot: usize, rmw: bool, index: u64) -> u64 {
+    assert!(index < RMW_BIT, "block {index} of a request");
     (slot as u64) << SLOT_SHIFT | if rmw { RMW_BIT } else { 0 } | index
 }
 

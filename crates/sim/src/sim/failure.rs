@@ -58,7 +58,7 @@ impl Simulator {
     /// A client access failed: a read is tried once more, then counted
     /// with a write as failed; the request goes on with its other blocks.
     pub(super) fn failed_sub(&mut self, a: Acked) {
-        let sid = a.tag as u32;
+        let sid = self.sub_of(a.tag);
         let f = self
             .failure
             .as_mut()

@@ -506,7 +506,7 @@ impl Simulator {
         });
         for block in first..first + n {
             let sid = self.block_sub(slot, block, op, true);
-            self.dispatcher.submit(sid as u64, Access { block, op });
+            self.dispatcher.submit(sid as u64, Access::one(block, op));
         }
         self.drain();
     }

@@ -115,7 +115,7 @@ impl Simulator {
         match r.io.dir {
             Op::Write if r.io.purpose == Purpose::Client => {
                 debug_assert_ne!(r.tag, NO_TAG);
-                self.subs[r.tag as usize].version
+                self.subs[self.sub_of(r.tag) as usize].version
             }
             Op::Write => r.src_payload as u32,
             Op::Read => 0,

@@ -147,6 +147,15 @@ const PREFETCH_ENTRY_AHEAD: usize = 2;
 const PREFETCH_FIRST_AHEAD: usize = 1;
 const PREFETCH_SECOND_AHEAD: usize = 0;
 
+/// The dispatcher's tag of the request in slot `rid` when it covers several
+/// blocks and is submitted as one access: the dispatcher reports its block
+/// `i` with this tag plus `i` (see `Simulator::sub_of`). A one-block
+/// request's tag is its sub's index, below 2^32.
+#[inline]
+fn range_tag(rid: u32) -> u64 {
+    (rid as u64 + 1) << 32
+}
+
 /// Stores `value` in a free slot of `items` (reusing `free`), returning its index.
 #[inline]
 fn slab_insert<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
@@ -201,6 +210,9 @@ pub struct Simulator {
     free_subs: Vec<u32>,
     reqs: Vec<Req>,
     free_reqs: Vec<u32>,
+    /// Per request slot: the subs of a request of several blocks, which is
+    /// submitted as one access (see [`range_tag`]).
+    req_subs: Vec<Vec<u32>>,
     obs: ObservationBuilder,
     tick_ns: Option<u64>,
     /// A closed-loop worker's think time between requests.
@@ -316,6 +328,7 @@ impl Simulator {
             free_subs: Vec::new(),
             reqs: Vec::new(),
             free_reqs: Vec::new(),
+            req_subs: Vec::new(),
             obs: ObservationBuilder::new(n_dev, 0),
             tick_ns,
             think_ns: (cfg.client.think_time_us * 1e3) as u64,
@@ -556,13 +569,40 @@ impl Simulator {
             worker,
         };
         let rid = slab_insert(&mut self.reqs, &mut self.free_reqs, req);
-        for i in 0..g.blocks as u64 {
-            let block = g.block + i;
-            let sid = self.block_sub(rid, block, g.op, false);
+        if g.blocks == 1 {
+            let sid = self.block_sub(rid, g.block, g.op, false);
             self.dispatcher
-                .submit(sid as u64, Access { block, op: g.op });
+                .submit(sid as u64, Access::one(g.block, g.op));
+        } else {
+            if self.req_subs.len() <= rid as usize {
+                self.req_subs.resize_with(rid as usize + 1, Vec::new);
+            }
+            let mut subs = std::mem::take(&mut self.req_subs[rid as usize]);
+            subs.clear();
+            for i in 0..g.blocks as u64 {
+                subs.push(self.block_sub(rid, g.block + i, g.op, false));
+            }
+            self.req_subs[rid as usize] = subs;
+            self.dispatcher
+                .submit(range_tag(rid), Access::range(g.block, g.blocks, g.op));
         }
         self.drain();
+    }
+
+    /// The sub of the block the dispatcher reports with `tag`.
+    #[inline]
+    fn sub_of(&self, tag: u64) -> u32 {
+        if tag >> 32 == 0 {
+            tag as u32
+        } else {
+            self.sub_in_range(tag)
+        }
+    }
+
+    /// The sub of a block of a request submitted as one access.
+    #[inline(never)]
+    fn sub_in_range(&self, tag: u64) -> u32 {
+        self.req_subs[(tag >> 32) as usize - 1][(tag & u32::MAX as u64) as usize]
     }
 
     /// The workload frees blocks `first..end`: the policy drops what it
@@ -654,7 +694,8 @@ impl Simulator {
             if a.failed {
                 self.failed_sub(a);
             } else {
-                self.acked_sub(a.tag as u32, a.access.op, a.outcome, a.payload as u32);
+                let sid = self.sub_of(a.tag);
+                self.acked_sub(sid, a.access.op, a.outcome, a.payload as u32);
             }
         }
     }

@@ -272,15 +272,10 @@ struct Flight {
     acks_remaining: u32,
     acked: bool,
     outcome: Outcome,
-    /// For a client access: the payload of the read that served it (of its
-    /// first block).
+    /// For a client access of one block: the payload of the read that
+    /// served it. (An access of several blocks finds each block's in
+    /// `payloads`.)
     client_payload: u64,
-    /// For a client access of several blocks: per block, the payload of
-    /// the read that served it (empty for one block).
-    client_payloads: Vec<u64>,
-    /// For a client access of several blocks: the blocks (their `part`)
-    /// whose client operation failed.
-    failed_parts: Vec<u16>,
     /// The entries of the work's blocks before the decision.
     pre: Vec<Entry>,
     /// Operations that failed or were skipped.
@@ -297,6 +292,9 @@ struct Flight {
     /// Per operation, how many later operations copy what it returns;
     /// built on the first [`Dispatcher::copies_fed`] call for the plan.
     fed: Vec<u32>,
+    /// For a client access of several blocks: the blocks (their `part`)
+    /// whose client operation failed.
+    failed_parts: Vec<u16>,
 }
 
 /// Counters about the dispatcher itself.
@@ -568,23 +566,34 @@ impl Dispatcher {
     /// `access.block + i` is reported with tag `tag + i`. The policy
     /// decides it in pieces of at most [`Policy::max_access_blocks`]
     /// blocks, one after another in block order.
+    // Inlined into the driver: `Access` (three fields) would otherwise be
+    // passed in memory and read back whole, a stalled load on the
+    // simulator's hottest path (measured: 2 % of its time).
+    #[inline(always)]
     pub fn submit(&mut self, tag: u64, access: Access) {
-        if access.blocks == 1 || access.blocks <= self.max_access_blocks {
-            assert!(access.blocks >= 1, "an access covers at least one block");
+        if access.blocks == 1 {
             self.incoming.push_back(Work::Client { tag, access });
         } else {
-            let mut done = 0;
-            while done < access.blocks {
-                let n = (access.blocks - done).min(self.max_access_blocks);
-                let piece = Access::range(access.block + done as u64, n, access.op);
-                self.incoming.push_back(Work::Client {
-                    tag: tag + done as u64,
-                    access: piece,
-                });
-                done += n;
-            }
+            self.queue_pieces(tag, access);
         }
         self.pump();
+    }
+
+    /// Queues a client access of several blocks as the pieces the policy
+    /// decides at once.
+    #[inline(never)]
+    fn queue_pieces(&mut self, tag: u64, access: Access) {
+        assert!(access.blocks >= 1, "an access covers at least one block");
+        let mut done = 0;
+        while done < access.blocks {
+            let n = (access.blocks - done).min(self.max_access_blocks);
+            let piece = Access::range(access.block + done as u64, n, access.op);
+            self.incoming.push_back(Work::Client {
+                tag: tag + done as u64,
+                access: piece,
+            });
+            done += n;
+        }
     }
 
     /// Submits a client's discard of `block`, tagged by the driver: under
@@ -710,12 +719,7 @@ impl Dispatcher {
             f.acks_remaining -= 1;
         }
         if io.purpose == Purpose::Client && io.dir == Op::Read {
-            if f.client_payloads.is_empty() {
-                assert_eq!(io.part, 0, "plan {flight} serves a block past its access");
-                f.client_payload = payload;
-            } else {
-                f.client_payloads[io.part as usize] = payload;
-            }
+            f.client_payload = payload;
         }
         if ok && f.gather && io.dir == Op::Read {
             self.gathered_read(flight);
@@ -744,7 +748,7 @@ impl Dispatcher {
         }
         if io.acks && io.purpose == Purpose::Client {
             f.client_failed = true;
-            if !f.client_payloads.is_empty() && !f.failed_parts.contains(&io.part) {
+            if f.work.end() - f.work.block() > 1 && !f.failed_parts.contains(&io.part) {
                 f.failed_parts.push(io.part);
             }
         }
@@ -809,10 +813,17 @@ impl Dispatcher {
         }
     }
 
-    /// Acknowledges the blocks of a client access of several blocks.
+    /// Acknowledges the blocks of a client access of several blocks, each
+    /// with the payload of its client read.
     #[inline(never)]
     fn ack_blocks(f: &Flight, tag: u64, access: Access, acked: &mut VecDeque<Acked>) {
-        for (i, &payload) in f.client_payloads.iter().enumerate() {
+        let mut payloads = vec![0; access.blocks as usize];
+        for (io, &payload) in f.ios.iter().zip(&f.payloads) {
+            if io.purpose == Purpose::Client && io.dir == Op::Read {
+                payloads[io.part as usize] = payload;
+            }
+        }
+        for (i, payload) in payloads.into_iter().enumerate() {
             acked.push_back(Acked {
                 tag: tag + i as u64,
                 access: Access::one(access.block + i as u64, access.op),
@@ -825,23 +836,62 @@ impl Dispatcher {
 
     fn pump(&mut self) {
         loop {
-            if let Some(fid) = self.to_finish.pop() {
+            let work = if let Some(fid) = self.to_finish.pop() {
                 self.finish(fid);
+                continue;
             } else if let Some(work) = self.resumed.pop_front() {
-                self.run(work, work.exclusive());
+                work
             } else if let Some(work) = self.incoming.pop_front() {
-                self.acquire(work);
+                if !self.acquire(work) {
+                    continue;
+                }
+                work
             } else {
                 break;
-            }
+            };
+            self.run(work, work.exclusive());
         }
     }
 
     /// Asks for the locks of all the work's blocks: holds those it can have
-    /// now and queues behind earlier work at the others. Runs the work at
-    /// once when it holds them all; otherwise it runs when granted the last
+    /// now and queues behind earlier work at the others. True when it holds
+    /// them all (it runs now); otherwise it runs when granted the last
     /// ([`Dispatcher::release`]).
-    fn acquire(&mut self, work: Work) {
+    #[inline]
+    fn acquire(&mut self, work: Work) -> bool {
+        let exclusive = work.exclusive();
+        let block = work.block();
+        if work.end() != block + 1 {
+            return self.acquire_range(work);
+        }
+        let st = match self.locks.0.entry(block) {
+            // A free block: its state is made held, never read back.
+            MapEntry::Vacant(v) => {
+                v.insert(LockState::held(exclusive));
+                return true;
+            }
+            MapEntry::Occupied(o) => o.into_mut(),
+        };
+        if st.waiters.is_empty() && st.can_grant(exclusive) {
+            st.hold(exclusive);
+            return true;
+        }
+        let id = match self.free_waiting.pop() {
+            Some(i) => i,
+            None => {
+                self.waiting.push(Waiting { work, missing: 0 });
+                (self.waiting.len() - 1) as u32
+            }
+        };
+        st.waiters.push_back(Waiter { id, exclusive });
+        self.waiting[id as usize] = Waiting { work, missing: 1 };
+        self.stats.lock_waits += 1;
+        false
+    }
+
+    /// [`Dispatcher::acquire`] for work of several blocks.
+    #[inline(never)]
+    fn acquire_range(&mut self, work: Work) -> bool {
         let exclusive = work.exclusive();
         let end = work.end();
         assert!(work.block() < end, "work covers no block");
@@ -871,10 +921,11 @@ impl Dispatcher {
             missing += 1;
         }
         match id {
-            None => self.run(work, exclusive),
+            None => true,
             Some(id) => {
                 self.waiting[id as usize] = Waiting { work, missing };
                 self.stats.lock_waits += 1;
+                false
             }
         }
     }
@@ -1025,8 +1076,6 @@ impl Dispatcher {
                     acked: false,
                     outcome,
                     client_payload: 0,
-                    client_payloads: Vec::new(),
-                    failed_parts: Vec::new(),
                     pre: Vec::new(),
                     failures: Failures::default(),
                     client_failed: false,
@@ -1034,6 +1083,7 @@ impl Dispatcher {
                     reads_waiting: 0,
                     failed_reads: Vec::new(),
                     fed: Vec::new(),
+                    failed_parts: Vec::new(),
                 });
                 (self.flights.len() - 1) as u32
             }
@@ -1054,14 +1104,8 @@ impl Dispatcher {
         f.acked = false;
         f.outcome = outcome;
         f.client_payload = 0;
-        match work {
-            Work::Client { access, .. } if access.blocks > 1 => {
-                f.client_payloads.clear();
-                f.client_payloads.resize(access.blocks as usize, 0);
-                f.failed_parts.clear();
-            }
-            _ if !f.client_payloads.is_empty() => f.client_payloads.clear(),
-            _ => {}
+        if !f.failed_parts.is_empty() {
+            f.failed_parts.clear();
         }
         f.gather = self.plan.gather;
         f.failed_reads.clear();

@@ -284,6 +284,9 @@ struct Flight {
     client_failed: bool,
     /// The plan gathers its copies ([`Plan::gather`]).
     gather: bool,
+    /// Some operation of the plan waits for another (a copy): otherwise a
+    /// completion has no dependents to look for.
+    has_deps: bool,
     /// In a gathering plan, the reads not yet completed.
     reads_waiting: u32,
     /// In a gathering plan, the reads that failed (their dependents were
@@ -726,6 +729,9 @@ impl Dispatcher {
             return;
         }
         if ok {
+            if !f.has_deps {
+                return;
+            }
             // Dependents come later in the plan (checked by `Plan::push`).
             for (j, dep) in f.ios.iter().enumerate().skip(index as usize + 1) {
                 if dep.after == index {
@@ -1080,6 +1086,7 @@ impl Dispatcher {
                     failures: Failures::default(),
                     client_failed: false,
                     gather: false,
+                    has_deps: false,
                     reads_waiting: 0,
                     failed_reads: Vec::new(),
                     fed: Vec::new(),
@@ -1108,6 +1115,7 @@ impl Dispatcher {
             f.failed_parts.clear();
         }
         f.gather = self.plan.gather;
+        f.has_deps = f.ios.iter().any(|io| io.after != NO_DEP);
         f.failed_reads.clear();
         f.fed.clear();
         f.reads_waiting = match f.gather {

@@ -842,19 +842,24 @@ impl Dispatcher {
 
     fn pump(&mut self) {
         loop {
-            let work = if let Some(fid) = self.to_finish.pop() {
+            if let Some(fid) = self.to_finish.pop() {
                 self.finish(fid);
-                continue;
             } else if let Some(work) = self.resumed.pop_front() {
-                work
+                self.start(work, true);
             } else if let Some(work) = self.incoming.pop_front() {
-                if !self.acquire(work) {
-                    continue;
-                }
-                work
+                self.start(work, false);
             } else {
                 break;
-            };
+            }
+        }
+    }
+
+    /// Runs `work` once it holds its blocks' locks: at once when it
+    /// already does (`held`) or gets them all now, else when granted the
+    /// last ([`Dispatcher::release`]).
+    #[inline(never)]
+    fn start(&mut self, work: Work, held: bool) {
+        if held || self.acquire(work) {
             self.run(work, work.exclusive());
         }
     }

@@ -737,6 +737,23 @@ impl Tica {
         l.resident + self.promised[level] < l.capacity
     }
 
+    /// Whether DRAM holds more than its read partition or its capacity.
+    fn dram_over(&self) -> bool {
+        self.dram_clean.len() as u64 > self.read_partition()
+            || self.levels[DRAM].resident > self.levels[DRAM].capacity
+    }
+
+    /// The pages an SSD level's pressure evicts, least recent first: for
+    /// RO under TICA the idle dirty pages with an RO copy, else the pages
+    /// on the SSDs only.
+    fn ssd_victims(&self, level: usize) -> &BTreeSet<(u64, u64)> {
+        if level == RO && self.ssds == Ssds::ReadWrite {
+            &self.ro_dirty
+        } else {
+            &self.ssd_lru
+        }
+    }
+
     fn over(&self, level: usize) -> bool {
         let l = &self.levels[level];
         l.resident + self.promised[level] > l.capacity
@@ -767,14 +784,12 @@ impl Tica {
         if self.rebalance_queued {
             return;
         }
-        let dram_over = self.dram_clean.len() as u64 > self.read_partition()
-            || self.levels[DRAM].resident > self.levels[DRAM].capacity;
-        let set = if dram_over {
+        let set = if self.dram_over() {
             &self.dram_clean
-        } else if self.over(WO) || (self.over(RO) && self.ssds == Ssds::Mirrored) {
-            &self.ssd_lru
+        } else if self.over(WO) {
+            self.ssd_victims(WO)
         } else if self.over(RO) {
-            &self.ro_dirty
+            self.ssd_victims(RO)
         } else {
             return;
         };
@@ -791,9 +806,8 @@ impl Tica {
         locks: &dyn LockView,
         jobs: &mut Vec<Job>,
     ) -> bool {
-        let over = self.dram_clean.len() as u64 > self.read_partition()
-            || self.levels[DRAM].resident > self.levels[DRAM].capacity;
-        let Some(b) = over
+        let Some(b) = self
+            .dram_over()
             .then(|| Self::unlocked(&self.dram_clean, locks))
             .flatten()
         else {
@@ -825,12 +839,7 @@ impl Tica {
         let readds = matches!(&self.choice, Choice::Rules(r) if r.readds());
         let (mut b, mut readded) = (None, false);
         for _ in 0..VICTIM_SCAN {
-            let set = if level == RO && self.ssds == Ssds::ReadWrite {
-                &self.ro_dirty
-            } else {
-                &self.ssd_lru
-            };
-            let Some(candidate) = Self::unlocked(set, locks) else {
+            let Some(candidate) = Self::unlocked(self.ssd_victims(level), locks) else {
                 break;
             };
             if !(readds && self.pages[&candidate].ssd_hit) {

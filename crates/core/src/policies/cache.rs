@@ -760,8 +760,9 @@ impl CacheCore {
 pub trait Scheduler: Send {
     /// Registry name of the policy.
     fn name(&self) -> &'static str;
-    /// Whether a read miss is admitted into the cache now.
-    fn admit_read_miss(&self) -> bool {
+    /// Whether a read miss is admitted into the cache now (asked once per
+    /// miss, so a scheduler may draw at random).
+    fn admit_read_miss(&mut self) -> bool {
         true
     }
     /// Whether a write miss may take a cache slot now.

@@ -74,7 +74,7 @@ impl Scheduler for Lbica {
     fn name(&self) -> &'static str {
         "lbica"
     }
-    fn admit_read_miss(&self) -> bool {
+    fn admit_read_miss(&mut self) -> bool {
         !self.burst
     }
     fn allocate_write_miss(&self) -> bool {

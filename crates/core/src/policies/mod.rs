@@ -18,6 +18,7 @@ pub mod hybrid_lru;
 pub mod lbica;
 pub mod most;
 pub mod nhc;
+pub mod nhc_kv;
 pub mod passthrough;
 pub mod raid1;
 pub mod sib;
@@ -54,6 +55,7 @@ pub static REGISTRY: &[Registered] = &[
     split::REGISTERED,
     stripe::REGISTERED,
     nhc::REGISTERED,
+    nhc_kv::REGISTERED,
     sib::REGISTERED_PLUS,
     sib::REGISTERED_PLUS_PLUS,
     lbica::REGISTERED,

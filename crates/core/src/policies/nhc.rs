@@ -393,7 +393,7 @@ impl Scheduler for Nhc {
     fn name(&self) -> &'static str {
         "nhc"
     }
-    fn admit_read_miss(&self) -> bool {
+    fn admit_read_miss(&mut self) -> bool {
         self.data_admit
     }
     fn hit_to_cache(&mut self) -> bool {

@@ -255,7 +255,7 @@ impl Scheduler for Sib {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn admit_read_miss(&self) -> bool {
+    fn admit_read_miss(&mut self) -> bool {
         self.admit_misses
     }
     fn hit_to_cache(&mut self) -> bool {

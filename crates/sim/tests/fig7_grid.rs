@@ -67,7 +67,10 @@ fn nhc_is_never_more_than_3_percent_below_classic() {
     assert_eq!(light_load.len(), 6);
     for (ratio, at) in &light_load {
         eprintln!("Load-0.5 with the paper's settings: NHC/classic {ratio:.4} at {at}");
-        assert!((ratio - 1.0).abs() <= 0.03, "NHC/classic = {ratio:.4} at {at}");
+        assert!(
+            (ratio - 1.0).abs() <= 0.03,
+            "NHC/classic = {ratio:.4} at {at}"
+        );
     }
 }
 

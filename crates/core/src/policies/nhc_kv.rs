@@ -23,10 +23,12 @@
 //!
 //! The authors' code measures the latency with 1,000 serial 4 KB reads of
 //! the cache device before each decision. Here the decision reads the mean
-//! latency of the reads the cache device completed during the period
-//! (every block is a 4 KiB operation on the store's volume), so the probe's
-//! own load is left out; a period with no reads counts as below the
-//! threshold, as an idle device's probe would.
+//! latency of the block reads the cache device completed during the
+//! period, so the probe's own load is left out; a period with no reads
+//! counts as below the threshold, as an idle device's probe would. Where
+//! the drivers merge consecutive blocks into one device request, each
+//! block reports the whole request's latency, so long reads (a store's
+//! SCAN) raise the mean above what a 4 KB probe would see.
 
 use super::cache::{CachePair, CachePolicy, Scheduler};
 use super::{param_err, Registered};
@@ -147,11 +149,11 @@ impl NhcKv {
                 };
             }
             Load::Over => {
-                let next = round(self.load_admit - self.cfg.load_step_down);
-                self.load_admit = if self.load_admit < 2.0 * self.cfg.load_step_down {
+                let step = self.cfg.load_step_down;
+                self.load_admit = if self.load_admit < 2.0 * step {
                     0.0
                 } else {
-                    next
+                    round(self.load_admit - step)
                 };
             }
             Load::Room if self.load_admit < 1.0 => {

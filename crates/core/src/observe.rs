@@ -23,6 +23,11 @@ pub struct DeviceObservation {
     pub latency_sum_ns: u64,
     /// Sum of read latencies, ns.
     pub read_latency_sum_ns: u64,
+    /// Completed reads of a single block (not merged with neighbours): the
+    /// reads a latency probe of one block at a time would time.
+    pub block_read_ops: u64,
+    /// Sum of the latencies of those single-block reads, ns.
+    pub block_read_latency_sum_ns: u64,
     /// Latency distribution of the interval's operations.
     pub latency: Histogram,
     /// Operations outstanding at the end of the interval, reads.
@@ -140,17 +145,21 @@ impl Observation {
 pub struct ObservationBuilder {
     current: Observation,
     started_ns: u64,
+    block_bytes: u64,
 }
 
 impl ObservationBuilder {
-    /// A builder for `devices` devices whose first interval starts at `now_ns`.
-    pub fn new(devices: usize, now_ns: u64) -> Self {
+    /// A builder for `devices` devices whose first interval starts at
+    /// `now_ns`, on a volume of `block_bytes`-byte blocks.
+    pub fn new(devices: usize, now_ns: u64, block_bytes: u64) -> Self {
+        assert!(block_bytes > 0, "a block has a size");
         ObservationBuilder {
             current: Observation {
                 devices: vec![DeviceObservation::default(); devices],
                 ..Observation::default()
             },
             started_ns: now_ns,
+            block_bytes,
         }
     }
 
@@ -163,6 +172,10 @@ impl ObservationBuilder {
                 d.read_ops += 1;
                 d.read_bytes += bytes;
                 d.read_latency_sum_ns += latency_ns;
+                if bytes == self.block_bytes {
+                    d.block_read_ops += 1;
+                    d.block_read_latency_sum_ns += latency_ns;
+                }
             }
             Op::Write => {
                 d.write_ops += 1;
@@ -224,6 +237,8 @@ impl ObservationBuilder {
             d.write_bytes = 0;
             d.latency_sum_ns = 0;
             d.read_latency_sum_ns = 0;
+            d.block_read_ops = 0;
+            d.block_read_latency_sum_ns = 0;
             d.latency.clear();
         }
         c.client_ops = 0;
@@ -235,5 +250,33 @@ impl ObservationBuilder {
         c.read_misses = 0;
         c.write_hits = 0;
         c.write_misses = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_block_reads_are_counted_apart_from_merged_ones() {
+        let mut b = ObservationBuilder::new(2, 0, 4096);
+        b.device_op(0, Op::Read, 4096, 10_000);
+        b.device_op(0, Op::Read, 4096, 30_000);
+        b.device_op(0, Op::Read, 16 * 4096, 200_000);
+        b.device_op(0, Op::Write, 4096, 50_000);
+        b.device_op(1, Op::Read, 2 * 4096, 70_000);
+        let o = b.finish(1_000);
+        let (d0, d1) = (&o.devices[0], &o.devices[1]);
+        assert_eq!((d0.read_ops, d0.read_latency_sum_ns), (3, 240_000));
+        assert_eq!(
+            (d0.block_read_ops, d0.block_read_latency_sum_ns),
+            (2, 40_000)
+        );
+        assert_eq!(d0.latency_sum_ns, 290_000);
+        assert_eq!((d1.read_ops, d1.block_read_ops), (1, 0));
+        b.reset();
+        let o = b.finish(2_000);
+        assert_eq!(o.devices[0].block_read_ops, 0);
+        assert_eq!(o.devices[0].block_read_latency_sum_ns, 0);
     }
 }

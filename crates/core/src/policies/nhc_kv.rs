@@ -23,12 +23,14 @@
 //!
 //! The authors' code measures the latency with 1,000 serial 4 KB reads of
 //! the cache device before each decision. Here the decision reads the mean
-//! latency of the block reads the cache device completed during the
-//! period, so the probe's own load is left out; a period with no reads
-//! counts as below the threshold, as an idle device's probe would. Where
-//! the drivers merge consecutive blocks into one device request, each
-//! block reports the whole request's latency, so long reads (a store's
-//! SCAN) raise the mean above what a 4 KB probe would see.
+//! latency of the single-block reads the cache device completed during the
+//! period (reads the drivers did not merge with neighbours), which queue
+//! behind the same load as the probe's reads would, without the probe's
+//! own load. Merged reads are left out: a request of many blocks (a
+//! store's SCAN) takes longer than a 4 KB probe read, and counting it
+//! would report a busy device where the probe sees an idle one. A period
+//! whose reads were all merged falls back to their mean; a period with no
+//! reads counts as below the threshold, as an idle device's probe would.
 
 use super::cache::{CachePair, CachePolicy, Scheduler};
 use super::{param_err, Registered};
@@ -97,16 +99,35 @@ enum Load {
     Steady,
 }
 
+/// Reads counted over a period and their summed latency.
+#[derive(Clone, Copy, Debug, Default)]
+struct ReadLatency {
+    ops: u64,
+    latency_sum_ns: u64,
+}
+
+impl ReadLatency {
+    fn add(&mut self, ops: u64, latency_sum_ns: u64) {
+        self.ops += ops;
+        self.latency_sum_ns += latency_sum_ns;
+    }
+    /// Mean latency, ns (None without reads).
+    fn mean_ns(&self) -> Option<f64> {
+        (self.ops > 0).then(|| self.latency_sum_ns as f64 / self.ops as f64)
+    }
+}
+
 /// The Orthus-KV scheduler (run by a [`CachePolicy`]).
 pub struct NhcKv {
     cfg: NhcKvConfig,
     rng: Rng,
     data_admit: f64,
     load_admit: f64,
-    /// The period being measured: time, reads and their summed latency.
+    /// The period being measured: its time, its single-block reads and
+    /// all its reads.
     period_ns_seen: u64,
-    reads: u64,
-    read_latency_sum_ns: u64,
+    block_reads: ReadLatency,
+    all_reads: ReadLatency,
     last_latency_ns: f64,
     decisions: u64,
 }
@@ -120,8 +141,8 @@ impl NhcKv {
             data_admit: 1.0,
             load_admit: 1.0,
             period_ns_seen: 0,
-            reads: 0,
-            read_latency_sum_ns: 0,
+            block_reads: ReadLatency::default(),
+            all_reads: ReadLatency::default(),
             last_latency_ns: 0.0,
             decisions: 0,
         }
@@ -206,17 +227,17 @@ impl Scheduler for NhcKv {
     fn on_tick(&mut self, obs: &Observation, pair: CachePair) {
         self.period_ns_seen += obs.interval_ns;
         if let Some(d) = obs.devices.get(pair.cache as usize) {
-            self.reads += d.read_ops;
-            self.read_latency_sum_ns += d.read_latency_sum_ns;
+            self.block_reads
+                .add(d.block_read_ops, d.block_read_latency_sum_ns);
+            self.all_reads.add(d.read_ops, d.read_latency_sum_ns);
         }
         if self.period_ns_seen < self.cfg.period_ns {
             return;
         }
-        let latency_ns =
-            (self.reads > 0).then(|| self.read_latency_sum_ns as f64 / self.reads as f64);
+        let latency_ns = self.block_reads.mean_ns().or(self.all_reads.mean_ns());
         self.period_ns_seen = 0;
-        self.reads = 0;
-        self.read_latency_sum_ns = 0;
+        self.block_reads = ReadLatency::default();
+        self.all_reads = ReadLatency::default();
         self.decide(latency_ns);
     }
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -247,15 +268,18 @@ mod tests {
         NhcKv::new(NhcKvConfig::from_params(&p).unwrap(), 1)
     }
 
-    /// A 500 ms observation whose cache device read 1,000 times at
-    /// `latency_us` each (None: no reads).
+    /// A 500 ms observation whose cache device read single blocks 1,000
+    /// times at `latency_us` each (None: no reads).
     fn period(latency_us: Option<u64>) -> Observation {
         let reads = latency_us.map_or(0, |_| 1000);
+        let sum_ns = reads * latency_us.unwrap_or(0) * 1000;
         let dev = DeviceObservation {
             read_ops: reads,
             read_bytes: reads * 4096,
-            read_latency_sum_ns: reads * latency_us.unwrap_or(0) * 1000,
-            latency_sum_ns: reads * latency_us.unwrap_or(0) * 1000,
+            read_latency_sum_ns: sum_ns,
+            block_read_ops: reads,
+            block_read_latency_sum_ns: sum_ns,
+            latency_sum_ns: sum_ns,
             ..Default::default()
         };
         Observation {
@@ -300,6 +324,30 @@ mod tests {
         // No reads at all counts as room.
         c.on_tick(&period(None), PAIR);
         assert!(close(ratios(&c), (0.2, 1.0)));
+    }
+
+    /// Adds `reads` merged reads of 64 blocks at `latency_us` each to the
+    /// cache device's counters.
+    fn with_merged_reads(mut o: Observation, reads: u64, latency_us: u64) -> Observation {
+        let d = &mut o.devices[0];
+        d.read_ops += reads;
+        d.read_bytes += reads * 64 * 4096;
+        d.read_latency_sum_ns += reads * latency_us * 1000;
+        d.latency_sum_ns += reads * latency_us * 1000;
+        o
+    }
+
+    #[test]
+    fn merged_reads_count_only_without_single_block_ones() {
+        // Single-block reads at 20 µs beside many slow merged reads: the
+        // device has room, as a probe of 4 KB reads would find.
+        let mut c = ctl(false);
+        c.data_admit = 0.5;
+        c.on_tick(&with_merged_reads(period(Some(20)), 5000, 400), PAIR);
+        assert!(close(ratios(&c), (0.6, 1.0)), "{:?}", ratios(&c));
+        // Only merged reads: their mean decides (400 µs is over).
+        c.on_tick(&with_merged_reads(period(None), 100, 400), PAIR);
+        assert!(close(ratios(&c), (0.3, 1.0)), "{:?}", ratios(&c));
     }
 
     #[test]

@@ -351,7 +351,7 @@ impl Volume {
             cfg: cfg.clone(),
             dispatcher,
             pool: BufPool::new(bs as usize),
-            obs: ObservationBuilder::new(devices.len(), now),
+            obs: ObservationBuilder::new(devices.len(), now, bs),
             devices,
             meta,
             ops: Slab::new(),

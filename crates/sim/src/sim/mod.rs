@@ -329,7 +329,7 @@ impl Simulator {
             reqs: Vec::new(),
             free_reqs: Vec::new(),
             req_subs: Vec::new(),
-            obs: ObservationBuilder::new(n_dev, 0),
+            obs: ObservationBuilder::new(n_dev, 0, cfg.block_size as u64),
             tick_ns,
             think_ns: (cfg.client.think_time_us * 1e3) as u64,
             block_size: cfg.block_size as u64,

@@ -27,8 +27,8 @@
 //! period (reads the drivers did not merge with neighbours), which queue
 //! behind the same load as the probe's reads would, without the probe's
 //! own load. Merged reads are left out: a request of many blocks (a
-//! store's SCAN) takes longer than a 4 KB probe read, and counting it
-//! would report a busy device where the probe sees an idle one. A period
+//! store's SCAN) takes longer than a 4 KB read by its own transfer, which
+//! a probe's reads do not pay (they still wait behind it). A period
 //! whose reads were all merged falls back to their mean; a period with no
 //! reads counts as below the threshold, as an idle device's probe would.
 

@@ -28,7 +28,7 @@ use super::{param_err, Registered};
 use crate::observe::Observation;
 use crate::params::Params;
 use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
-use crate::tiering::latency::{DeviceLatency, LatencySignals, DEFAULT_ALPHA};
+use crate::tiering::latency::{DeviceLatency, IdleLatency, LatencySignals, DEFAULT_ALPHA};
 use crate::tiering::migrator::Allowed;
 use crate::types::{Access, Outcome};
 
@@ -95,9 +95,20 @@ fn build(
         },
         _ => Shift::Expr3,
     };
+    let mut latency = LatencySignals::new(vol.devices.len(), alpha);
+    latency.set_idle(
+        match p
+            .choice("idle_latency", "keep", &["keep", "unloaded"])
+            .map_err(&e)?
+            .as_str()
+        {
+            "unloaded" => IdleLatency::Unloaded,
+            _ => IdleLatency::Keep,
+        },
+    );
     Ok(Box::new(Colloid {
         name,
-        latency: LatencySignals::new(vol.devices.len(), alpha),
+        latency,
         theta,
         writes: name != "colloid",
         shift,

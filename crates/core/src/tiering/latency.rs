@@ -15,8 +15,9 @@
 //! and pulling the average toward zero would make it look fast), unless
 //! [`IdleLatency::Unloaded`] is asked for: then an idle interval folds the
 //! lowest interval mean the device has shown (its unloaded latency, as far
-//! as it has been seen) into the mean over all operations, so that a
-//! latency measured under a load that has gone does not stay forever.
+//! as it has been seen) into the mean over all operations, and an interval
+//! without reads folds the lowest read mean into the read latency, so that
+//! a latency measured under a load that has gone does not stay forever.
 
 use crate::observe::{DeviceObservation, Observation};
 
@@ -75,6 +76,8 @@ pub struct DeviceLatency {
     pub arrivals_per_s: Ewma,
     /// The lowest interval mean latency over all operations, ns.
     pub lowest_all_ns: Option<f64>,
+    /// The lowest interval mean read latency, ns.
+    pub lowest_read_ns: Option<f64>,
 }
 
 impl DeviceLatency {
@@ -84,8 +87,11 @@ impl DeviceLatency {
             .checked_sub(d.read_latency_sum_ns)
             .expect("read latency sum exceeds the sum over all operations");
         if d.read_ops > 0 {
-            self.read_ns
-                .update(d.read_latency_sum_ns as f64 / d.read_ops as f64, alpha);
+            let mean = d.read_latency_sum_ns as f64 / d.read_ops as f64;
+            self.read_ns.update(mean, alpha);
+            self.lowest_read_ns = Some(self.lowest_read_ns.map_or(mean, |l| l.min(mean)));
+        } else if let (IdleLatency::Unloaded, Some(lowest)) = (idle, self.lowest_read_ns) {
+            self.read_ns.update(lowest, alpha);
         }
         if d.write_ops > 0 {
             self.write_ns
@@ -220,8 +226,8 @@ mod tests {
     }
 
     /// With `Unloaded`, idle intervals bring a latency measured under load
-    /// back toward the lowest interval mean seen; reads and writes alone
-    /// keep theirs.
+    /// back toward the lowest interval mean seen, and so do intervals
+    /// without reads for the read latency; writes alone keep theirs.
     #[test]
     fn an_idle_device_returns_toward_its_unloaded_latency_when_asked() {
         let mut s = LatencySignals::new(1, 0.5);
@@ -231,11 +237,17 @@ mod tests {
         assert_eq!(s.device(0).all_ns.get(), Some(550.0));
         s.observe(&obs(&[(0, 0, 0, 0)]));
         assert_eq!(s.device(0).all_ns.get(), Some(325.0));
-        assert_eq!(s.device(0).read_ns.get(), Some(550.0));
+        assert_eq!(s.device(0).read_ns.get(), Some(325.0));
+        // Writes only: the read latency returns toward its lowest, the
+        // write latency keeps its value.
+        s.observe(&obs(&[(0, 0, 2, 2_000)]));
+        assert_eq!(s.device(0).read_ns.get(), Some(212.5));
+        assert_eq!(s.device(0).write_ns.get(), Some(1_000.0));
         let mut keep = LatencySignals::new(1, 0.5);
         keep.observe(&obs(&[(4, 4_000, 0, 0)]));
         keep.observe(&obs(&[(0, 0, 0, 0)]));
         assert_eq!(keep.device(0).all_ns.get(), Some(1_000.0));
+        assert_eq!(keep.device(0).read_ns.get(), Some(1_000.0));
     }
 
     /// Little's law: 2 in flight at 4 operations per ms is 500 µs.

@@ -96,16 +96,7 @@ fn build(
         _ => Shift::Expr3,
     };
     let mut latency = LatencySignals::new(vol.devices.len(), alpha);
-    latency.set_idle(
-        match p
-            .choice("idle_latency", "keep", &["keep", "unloaded"])
-            .map_err(&e)?
-            .as_str()
-        {
-            "unloaded" => IdleLatency::Unloaded,
-            _ => IdleLatency::Keep,
-        },
-    );
+    latency.set_idle(IdleLatency::from_params(p).map_err(&e)?);
     Ok(Box::new(Colloid {
         name,
         latency,

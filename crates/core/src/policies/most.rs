@@ -118,14 +118,7 @@ impl MostSettings {
                 "all" => Some(0.0),
                 _ => Some(clean_min),
             },
-            idle_latency: match p
-                .choice("idle_latency", "keep", &["keep", "unloaded"])
-                .map_err(&e)?
-                .as_str()
-            {
-                "unloaded" => IdleLatency::Unloaded,
-                _ => IdleLatency::Keep,
-            },
+            idle_latency: IdleLatency::from_params(p).map_err(&e)?,
             migration_rule: match p
                 .choice(
                     "migration_rule",

@@ -35,6 +35,24 @@ pub enum IdleLatency {
     Unloaded,
 }
 
+impl IdleLatency {
+    /// Reads the `idle_latency` parameter (`keep`, the default, or
+    /// `unloaded`).
+    pub fn from_params(
+        p: &crate::params::Params,
+    ) -> Result<IdleLatency, crate::params::ParamError> {
+        Ok(
+            match p
+                .choice("idle_latency", "keep", &["keep", "unloaded"])?
+                .as_str()
+            {
+                "unloaded" => IdleLatency::Unloaded,
+                _ => IdleLatency::Keep,
+            },
+        )
+    }
+}
+
 /// One smoothed value; empty until its first sample.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Ewma {

@@ -5,8 +5,8 @@
 # itself. fio's NBD engine, one job, sequential reads or writes of BS at
 # QD requests in flight, ROUNDS alternating rounds of RUNTIME_S seconds.
 #
-# Prints per round: MiB/s, the server's CPU time per request and its
-# context switches per request (`perf stat -p`, every thread of the server
+# Prints per round: MiB/s, the server's CPU time, context switches and
+# system calls per request (`perf stat -p`, every thread of the server
 # process), and the device operations the volume performed (reads + writes,
 # from the stop line of `tiermux serve`).
 #
@@ -56,7 +56,7 @@ print(round((j['read']['bw'] + j['write']['bw']) / 1024), j['read']['total_ios']
 # and context switches of process $2 (all its threads, new ones too);
 # prints a table row named $3, with device operations $4.
 measured() {
-  perf stat -e task-clock,context-switches -x, -p "$2" -o "$work/perf" &
+  perf stat -e task-clock,context-switches,raw_syscalls:sys_enter -x, -p "$2" -o "$work/perf" &
   local perf_pid=$! r
   sleep 0.2
   r=$(nbd_fio "$1")
@@ -69,7 +69,7 @@ v = {}
 for line in open(path):
     f = line.strip().split(',')
     if len(f) > 2: v[f[2]] = float(f[0])
-print(f'| {name} | {bw} | {v[\"task-clock\"] * 1e3 / reqs:.0f} | {v[\"context-switches\"] / reqs:.1f} | {ops} |')" "$3" "$r" "$4" "$work/perf"
+print(f'| {name} | {bw} | {v[\"task-clock\"] * 1e3 / reqs:.0f} | {v[\"context-switches\"] / reqs:.1f} | {v[\"raw_syscalls:sys_enter\"] / reqs:.2f} | {ops} |')" "$3" "$r" "$4" "$work/perf"
 }
 
 serve_round() { # binary label
@@ -102,13 +102,13 @@ direct_round() {
   local bw
   bw=$(fio --name=d --filename="$img" --rw="$rw" --bs="$bs" \
     "${flags[@]}" --time_based --runtime="$runtime" --output-format=terse | awk -F';' '{print int(($7 + $48) / 1024)}')
-  echo "| fio on the file ($([ "$in_memory" = 1 ] || echo "O_DIRECT, ")${flags[0]#--ioengine=}) | $bw | - | - | - |"
+  echo "| fio on the file ($([ "$in_memory" = 1 ] || echo "O_DIRECT, ")${flags[0]#--ioengine=}) | $bw | - | - | - | - |"
 }
 
 echo "$rw of $bs at $qd in flight, file in $dir ($([ "$in_memory" = 1 ] && echo memory || echo disk))"
 echo
-echo "| server | MiB/s | server CPU µs per request | context switches per request | device operations |"
-echo "|---|---|---|---|---|"
+echo "| server | MiB/s | server CPU µs per request | context switches per request | system calls per request | device operations |"
+echo "|---|---|---|---|---|---|"
 for _ in $(seq "$rounds"); do
   serve_round "$new" "tiermux serve"
   [ -z "$old" ] || serve_round "$old" "tiermux serve ($(basename "$old"))"

@@ -327,3 +327,77 @@ fn structured_replies_are_offered_where_reads_wait_on_a_device() {
 fn in_memory() -> bool {
     std::path::Path::new("/dev/shm").is_dir()
 }
+
+/// Thousands of small reads sent at once by a client that reads no reply
+/// until all are sent: the server's replies fill the socket, so its
+/// vectored writes of many replies stop part-way through one (in its
+/// header or its data) and go on later. Every reply arrives once, whole,
+/// with the bytes of the blocks it asked for.
+#[test]
+fn pipelined_replies_that_fill_the_socket_arrive_whole() {
+    const BLOCK: usize = 4096;
+    const BLOCKS: usize = 2048;
+    for (name, config) in configs() {
+        let dir = data_dir_with(&format!("pipelined-{name}"), &config);
+        let s = Served::start(&dir);
+        let mut rng = Rng::new(11);
+        let model = pattern(&mut rng, BLOCKS * BLOCK);
+        let mut c = connect(&s.sock());
+        let mut writer = c.try_clone().unwrap();
+        let writes: Vec<u8> = (0..BLOCKS)
+            .flat_map(|b| {
+                let at = b * BLOCK;
+                let head = request(WRITE, 0, b as u64, at as u64, BLOCK as u32);
+                [head, model[at..at + BLOCK].to_vec()].concat()
+            })
+            .collect();
+        let sender = std::thread::spawn(move || writer.write_all(&writes).unwrap());
+        for _ in 0..BLOCKS {
+            let (_, err, _) = reply(&mut c, 0).unwrap();
+            assert_eq!(err, 0, "{name}: a write failed");
+        }
+        sender.join().unwrap();
+        // Reads of 1 to 3 blocks, so that replies differ in length and a
+        // full socket cuts them at different places.
+        let reads: Vec<(usize, usize)> = (0..3 * BLOCKS)
+            .map(|_| {
+                let blocks = 1 + rng.below(3) as usize;
+                (rng.below((BLOCKS - blocks + 1) as u64) as usize, blocks)
+            })
+            .collect();
+        let msgs: Vec<u8> = reads
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &(b, n))| {
+                request(READ, 0, i as u64, (b * BLOCK) as u64, (n * BLOCK) as u32)
+            })
+            .collect();
+        let mut writer = c.try_clone().unwrap();
+        let sender = std::thread::spawn(move || writer.write_all(&msgs).unwrap());
+        // Let the replies pile up in the socket before reading any.
+        std::thread::sleep(Duration::from_millis(500));
+        let mut seen = vec![false; reads.len()];
+        for _ in 0..reads.len() {
+            let mut head = [0u8; 16];
+            std::io::Read::read_exact(&mut c, &mut head).unwrap();
+            assert_eq!(&head[0..4], &0x6744_6698u32.to_be_bytes(), "{name}: magic");
+            assert_eq!(&head[4..8], &[0; 4], "{name}: a read failed");
+            let handle = u64::from_be_bytes(head[8..16].try_into().unwrap()) as usize;
+            let (b, n) = reads[handle];
+            assert!(
+                !std::mem::replace(&mut seen[handle], true),
+                "{name}: reply {handle} twice"
+            );
+            let mut data = vec![0u8; n * BLOCK];
+            std::io::Read::read_exact(&mut c, &mut data).unwrap();
+            assert!(
+                data == model[b * BLOCK..(b + n) * BLOCK],
+                "{name}: read {handle} of blocks {b}..{} returned other bytes",
+                b + n
+            );
+        }
+        sender.join().unwrap();
+        s.stop();
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -323,7 +323,8 @@ impl Connections<'_> {
 }
 
 impl Frontend for Connections<'_> {
-    fn on_done(&mut self, d: Done, io: &mut Io<'_>) {
+    fn on_done(&mut self, d: Done, _io: &mut Io<'_>) {
+        // Replies are queued here and sent in `before_wait`.
         let Some(p) = self.pending.remove(d.id as usize) else {
             return;
         };
@@ -338,15 +339,15 @@ impl Frontend for Connections<'_> {
         c.inflight -= 1;
         c.data_bytes -= p.bytes;
         if let Some(ch) = p.chunk {
-            return send_read_chunk(c, &p, ch, d, last, io);
+            return queue_read_chunk(c, &p, ch, d, last);
         }
         let header = proto::simple_reply(p.handle, proto::protocol_errno(d.error)).to_vec();
         match d.data {
             Some(data) => {
                 let range = d.data_offset..d.data_offset + d.len as usize;
-                c.wire.send_with_body(header, data, range, io);
+                c.wire.queue_with_body(header, data, range);
             }
-            None => c.wire.send(header, io),
+            None => c.wire.queue(header),
         }
     }
 
@@ -379,6 +380,13 @@ impl Frontend for Connections<'_> {
         if now >= self.published_ns + LIVE_INTERVAL_NS {
             self.server.publish(io.volume(), self.conns.len());
             self.published_ns = now;
+        }
+        // Replies of requests finished since the last wait (`on_done`
+        // queues them) go out together: one write per connection.
+        for idx in 0..self.conns.slots() {
+            if let Some(c) = self.conns.at(idx) {
+                c.wire.send_queued(io);
+            }
         }
         // Resuming may read the end of a paused connection's stream, which
         // closes it right away: nothing else would wake the loop for it.
@@ -457,28 +465,28 @@ fn last_piece(split_reads: &mut Slab<u32>, ch: ReadChunk) -> bool {
     true
 }
 
-/// Sends a read's (or a piece's) structured reply chunk: its data, or an
+/// Queues a read's (or a piece's) structured reply chunk: its data, or an
 /// error at its offset; `last` marks the request's final chunk.
-fn send_read_chunk(c: &mut Conn, p: &Pending, ch: ReadChunk, d: Done, last: bool, io: &mut Io<'_>) {
+fn queue_read_chunk(c: &mut Conn, p: &Pending, ch: ReadChunk, d: Done, last: bool) {
     let err = proto::protocol_errno(d.error);
     match d.data {
         Some(data) if err == 0 && d.len > 0 => {
             let head = proto::data_chunk_head(p.handle, ch.offset, d.len, last);
             let range = d.data_offset..d.data_offset + d.len as usize;
-            c.wire.send_with_body(head, data, range, io);
+            c.wire.queue_with_body(head, data, range);
         }
         _ if err == 0 => {
             // Nothing to carry (a read of no bytes): this piece only ends
             // the reply.
             if last {
-                c.wire.send(proto::done_chunk(p.handle).to_vec(), io);
+                c.wire.queue(proto::done_chunk(p.handle).to_vec());
             }
         }
         _ => {
             let why = format!("reading {} bytes at offset {} failed", d.len, ch.offset);
             let at = ch.split.map(|_| ch.offset);
             c.wire
-                .send(proto::error_chunk(p.handle, err, &why, at, last), io);
+                .queue(proto::error_chunk(p.handle, err, &why, at, last));
         }
     }
 }

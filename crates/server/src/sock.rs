@@ -276,6 +276,10 @@ fn split_conn_token(t: u64) -> (usize, u32, bool) {
 /// only to hold one larger message.
 pub const READ_CHUNK: usize = 256 << 10;
 
+/// The most queued replies one vectored write sends (two slices each, a
+/// head and a body; the kernel takes up to 1,024 slices).
+pub const REPLIES_PER_WRITE: usize = 64;
+
 /// A non-blocking connection's buffers: bytes received and not yet parsed
 /// (`rbuf[rpos..rend]`) and replies not yet sent.
 pub struct Wire {
@@ -413,60 +417,75 @@ impl Wire {
     /// Queues a reply and sends what the socket takes (polling for
     /// writability if it would block).
     pub fn send(&mut self, msg: Vec<u8>, io: &mut Io<'_>) {
-        self.queue(Reply {
+        self.queue(msg);
+        self.send_queued(io);
+    }
+
+    /// Queues a reply without sending it: [`Wire::send_queued`] sends it,
+    /// with the others queued by then, in as few system calls as the
+    /// socket takes.
+    pub fn queue(&mut self, msg: Vec<u8>) {
+        self.push(Reply {
             head: msg,
             body: None,
         });
-        self.flush_unless_armed(io);
     }
 
-    /// Queues a reply of `head` followed by `body[range]`, sent from
-    /// `body` itself (no copy), and sends what the socket takes.
-    pub fn send_with_body(
-        &mut self,
-        head: Vec<u8>,
-        body: AlignedBuf,
-        range: Range<usize>,
-        io: &mut Io<'_>,
-    ) {
+    /// Queues a reply of `head` followed by `body[range]`, sent later from
+    /// `body` itself (no copy) by [`Wire::send_queued`].
+    pub fn queue_with_body(&mut self, head: Vec<u8>, body: AlignedBuf, range: Range<usize>) {
         assert!(range.end <= body.len(), "a reply body past its buffer");
-        self.queue(Reply {
+        self.push(Reply {
             head,
             body: Some((body, range)),
         });
-        self.flush_unless_armed(io);
     }
 
-    fn queue(&mut self, reply: Reply) {
+    fn push(&mut self, reply: Reply) {
         self.out_bytes += reply.len() as u64;
         self.out.push_back(reply);
     }
 
-    fn flush_unless_armed(&mut self, io: &mut Io<'_>) {
-        if !self.write_armed {
+    /// Sends what the socket takes of the queued replies, unless a
+    /// writability poll is armed (it sends them once the socket has room).
+    pub fn send_queued(&mut self, io: &mut Io<'_>) {
+        if !self.write_armed && !self.out.is_empty() {
             self.flush(io);
         }
     }
 
-    /// Sends queued replies until the socket would block (then polls for
-    /// writability) or the queue is empty.
+    /// Sends queued replies, up to [`REPLIES_PER_WRITE`] in one vectored
+    /// write, until the socket would block (then polls for writability)
+    /// or the queue is empty.
     fn flush(&mut self, io: &mut Io<'_>) {
-        while let Some(front) = self.out.front() {
-            let slices = front.from(self.out_pos);
-            let written = if slices[1].is_empty() {
-                self.stream.write(&slices[0])
-            } else {
-                self.stream.write_vectored(&slices)
-            };
-            match written {
-                Ok(n) => {
-                    self.out_pos += n;
-                    if self.out_pos == front.len() {
-                        self.out_bytes -= front.len() as u64;
-                        self.out.pop_front();
-                        self.out_pos = 0;
+        while !self.out.is_empty() {
+            let (written, slice_count) = {
+                let mut slices = [io::IoSlice::new(&[]); 2 * REPLIES_PER_WRITE];
+                let mut count = 0;
+                for (i, reply) in self.out.iter().take(REPLIES_PER_WRITE).enumerate() {
+                    let [head, body] = reply.from(if i == 0 { self.out_pos } else { 0 });
+                    for s in [head, body] {
+                        if !s.is_empty() {
+                            slices[count] = s;
+                            count += 1;
+                        }
                     }
                 }
+                let written = match count {
+                    0 => Ok(0),
+                    1 => self.stream.write(&slices[0]),
+                    _ => self.stream.write_vectored(&slices[..count]),
+                };
+                (written, count)
+            };
+            match written {
+                Ok(0) if slice_count > 0 => {
+                    // A socket that takes nothing of a non-empty write is
+                    // closed for writing: as an error below.
+                    self.drop_output();
+                    return;
+                }
+                Ok(n) => self.consume(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.write_armed = true;
                     io.poll(self.stream.fd(), true, self.token(true));
@@ -474,14 +493,42 @@ impl Wire {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
-                    // The client is gone: drop what it will never read.
-                    self.out.clear();
-                    self.out_bytes = 0;
-                    self.out_pos = 0;
-                    self.closing = true;
+                    self.drop_output();
                     return;
                 }
             }
+        }
+    }
+
+    /// The client is gone: drops the replies it will never read and marks
+    /// the connection closing.
+    fn drop_output(&mut self) {
+        self.out.clear();
+        self.out_bytes = 0;
+        self.out_pos = 0;
+        self.closing = true;
+    }
+
+    /// Drops `n` sent bytes from the front of the queue of replies.
+    fn consume(&mut self, mut n: usize) {
+        while n > 0 {
+            let front = self
+                .out
+                .front()
+                .expect("bytes sent past the queued replies");
+            let left = front.len() - self.out_pos;
+            if n < left {
+                self.out_pos += n;
+                return;
+            }
+            n -= left;
+            self.out_bytes -= front.len() as u64;
+            self.out.pop_front();
+            self.out_pos = 0;
+        }
+        // A reply of no bytes (none is queued today) would stay at the front.
+        while self.out.front().is_some_and(|r| r.len() == 0) {
+            self.out.pop_front();
         }
     }
 

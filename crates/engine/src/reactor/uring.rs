@@ -46,6 +46,8 @@ pub struct UringReactor {
     spin_ns: u64,
     /// When the last wait returned completions, ns.
     last_completion_ns: u64,
+    /// The ring raises a flag while completions' task work is pending.
+    taskrun_flag: bool,
 }
 
 impl UringReactor {
@@ -54,10 +56,16 @@ impl UringReactor {
         // Cooperative task running: completions' task work waits for the
         // loop's next system call instead of interrupting it (kernels
         // before 5.19 refuse the flag; then a plain ring).
-        let ring = IoUring::builder()
+        // The task-run flag tells a wait whether completions' task work is
+        // pending (see `wait`).
+        let (ring, taskrun_flag) = match IoUring::builder()
             .setup_coop_taskrun()
+            .setup_taskrun_flag()
             .build(entries)
-            .or_else(|_| IoUring::new(entries))?;
+        {
+            Ok(ring) => (ring, true),
+            Err(_) => (IoUring::new(entries)?, false),
+        };
         Ok(UringReactor {
             ring,
             backlog: Vec::new(),
@@ -72,6 +80,7 @@ impl UringReactor {
             deadline_gen: 0,
             spin_ns: 0,
             last_completion_ns: 0,
+            taskrun_flag,
         })
     }
 
@@ -103,10 +112,11 @@ impl UringReactor {
         }
     }
 
-    /// Submits what is queued and polls the ring (entering the kernel, so
-    /// that completions' task work runs) for up to `spin_ns`, stopping at
-    /// `deadline_ns`, when completions have been coming; returns whether
-    /// one arrived.
+    /// Submits what is queued and polls the ring for up to `spin_ns`,
+    /// stopping at `deadline_ns`, when completions have been coming;
+    /// returns whether one arrived. It enters the kernel only when that
+    /// does something ([`UringReactor::must_enter`]): completions whose
+    /// task work is pending are posted only once the loop enters.
     fn poll_briefly(&mut self, deadline_ns: Option<u64>) -> io::Result<bool> {
         let now = now_ns();
         if self.spin_ns == 0 || now.saturating_sub(self.last_completion_ns) > SPIN_WINDOW_NS {
@@ -114,10 +124,12 @@ impl UringReactor {
         }
         let until = deadline_ns.map_or(now + self.spin_ns, |d| d.min(now + self.spin_ns));
         loop {
-            match self.ring.submit_and_wait(0) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            if self.must_enter() {
+                match self.ring.submit_and_wait(0) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
             }
             if !self.ring.completion().is_empty() {
                 return Ok(true);
@@ -127,6 +139,17 @@ impl UringReactor {
             }
             std::hint::spin_loop();
         }
+    }
+}
+
+impl UringReactor {
+    /// Whether entering the kernel would do anything but wait: entries to
+    /// submit, or completions' task work pending (known only on a ring
+    /// that raises the task-run flag; on another, always).
+    fn must_enter(&mut self) -> bool {
+        let mut sq = self.ring.submission();
+        sq.sync();
+        !self.taskrun_flag || !sq.is_empty() || sq.taskrun()
     }
 }
 
@@ -263,7 +286,14 @@ impl Reactor for UringReactor {
         if !ready {
             ready = self.poll_briefly(deadline_ns)?;
         }
-        let res = self.ring.submit_and_wait(if ready { 0 } else { 1 });
+        // A wait with completions already in hand enters the kernel only
+        // to submit entries or to run completions' task work (the flag is
+        // set only by a ring that raises it; a plain ring always enters).
+        let res = if !ready || self.must_enter() {
+            self.ring.submit_and_wait(if ready { 0 } else { 1 })
+        } else {
+            Ok(0)
+        };
         self.timespecs.clear();
         match res {
             Ok(_) => {}

@@ -463,6 +463,7 @@ impl Wire {
     }
 
     fn push(&mut self, reply: Reply) {
+        assert!(reply.len() > 0, "an empty reply");
         self.out_bytes += reply.len() as u64;
         self.out.push_back(reply);
     }
@@ -475,34 +476,14 @@ impl Wire {
         }
     }
 
-    /// Sends queued replies, up to [`REPLIES_PER_WRITE`] in one vectored
-    /// write, until the socket would block (then polls for writability)
-    /// or the queue is empty.
+    /// Sends queued replies until the socket would block (then polls for
+    /// writability) or the queue is empty.
     fn flush(&mut self, io: &mut Io<'_>) {
         while !self.out.is_empty() {
-            let (written, slice_count) = {
-                let mut slices = [io::IoSlice::new(&[]); 2 * REPLIES_PER_WRITE];
-                let mut count = 0;
-                for (i, reply) in self.out.iter().take(REPLIES_PER_WRITE).enumerate() {
-                    let [head, body] = reply.from(if i == 0 { self.out_pos } else { 0 });
-                    for s in [head, body] {
-                        if !s.is_empty() {
-                            slices[count] = s;
-                            count += 1;
-                        }
-                    }
-                }
-                let written = match count {
-                    0 => Ok(0),
-                    1 => self.stream.write(&slices[0]),
-                    _ => self.stream.write_vectored(&slices[..count]),
-                };
-                (written, count)
-            };
-            match written {
-                Ok(0) if slice_count > 0 => {
-                    // A socket that takes nothing of a non-empty write is
-                    // closed for writing: as an error below.
+            match self.write_front() {
+                // A socket that takes nothing of a non-empty write is
+                // closed for writing: as an error below.
+                Ok(0) => {
                     self.drop_output();
                     return;
                 }
@@ -530,6 +511,25 @@ impl Wire {
         self.closing = true;
     }
 
+    /// Writes the front of the queue, up to [`REPLIES_PER_WRITE`] replies
+    /// in one vectored write (the first from where the last write left
+    /// it); returns the bytes the socket took.
+    fn write_front(&mut self) -> io::Result<usize> {
+        let mut slices = [io::IoSlice::new(&[]); 2 * REPLIES_PER_WRITE];
+        let mut count = 0;
+        for (i, reply) in self.out.iter().take(REPLIES_PER_WRITE).enumerate() {
+            let [head, body] = reply.from(if i == 0 { self.out_pos } else { 0 });
+            for part in [head, body].into_iter().filter(|p| !p.is_empty()) {
+                slices[count] = part;
+                count += 1;
+            }
+        }
+        match count {
+            1 => self.stream.write(&slices[0]),
+            _ => self.stream.write_vectored(&slices[..count]),
+        }
+    }
+
     /// Drops `n` sent bytes from the front of the queue of replies.
     fn consume(&mut self, mut n: usize) {
         while n > 0 {
@@ -546,10 +546,6 @@ impl Wire {
             self.out_bytes -= front.len() as u64;
             self.out.pop_front();
             self.out_pos = 0;
-        }
-        // A reply of no bytes (none is queued today) would stay at the front.
-        while self.out.front().is_some_and(|r| r.len() == 0) {
-            self.out.pop_front();
         }
     }
 

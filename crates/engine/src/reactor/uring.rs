@@ -112,6 +112,15 @@ impl UringReactor {
         }
     }
 
+    /// Whether entering the kernel would do anything but wait: entries to
+    /// submit, or completions' task work pending (known only on a ring
+    /// that raises the task-run flag; on another, always).
+    fn must_enter(&mut self) -> bool {
+        let mut sq = self.ring.submission();
+        sq.sync();
+        !self.taskrun_flag || !sq.is_empty() || sq.taskrun()
+    }
+
     /// Submits what is queued and polls the ring for up to `spin_ns`,
     /// stopping at `deadline_ns`, when completions have been coming;
     /// returns whether one arrived. It enters the kernel only when that
@@ -139,17 +148,6 @@ impl UringReactor {
             }
             std::hint::spin_loop();
         }
-    }
-}
-
-impl UringReactor {
-    /// Whether entering the kernel would do anything but wait: entries to
-    /// submit, or completions' task work pending (known only on a ring
-    /// that raises the task-run flag; on another, always).
-    fn must_enter(&mut self) -> bool {
-        let mut sq = self.ring.submission();
-        sq.sync();
-        !self.taskrun_flag || !sq.is_empty() || sq.taskrun()
     }
 }
 

@@ -489,7 +489,13 @@ impl Dispatcher {
     #[inline(always)]
     pub fn submit(&mut self, tag: u64, access: Access) {
         if access.blocks == 1 {
-            self.incoming.push_back(Work::Client { tag, access });
+            let work = Work::Client { tag, access };
+            if self.to_finish.is_empty() && self.resumed.is_empty() && self.incoming.is_empty() {
+                // What `pump` would take first: start it without the queue.
+                self.start(work, false);
+            } else {
+                self.incoming.push_back(work);
+            }
         } else {
             self.queue_pieces(tag, access);
         }
@@ -578,7 +584,17 @@ impl Dispatcher {
         };
         f(self.policy.as_mut(), &mut ctx);
         self.note_changes(None, 0);
-        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        self.queue_jobs();
+    }
+
+    /// Queues the jobs the policy just asked for.
+    #[inline]
+    fn queue_jobs(&mut self) {
+        // Most decisions ask for none, and extending by nothing is not
+        // free.
+        if !self.jobs.is_empty() {
+            self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        }
     }
 
     /// The next operation ready to be performed.
@@ -843,7 +859,7 @@ impl Dispatcher {
             self.note_changes(Some(block..work.end()), written);
         }
         self.launch(work, exclusive, outcome);
-        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        self.queue_jobs();
     }
 
     /// Checks the plan of a client access of several blocks: every client
@@ -917,7 +933,6 @@ impl Dispatcher {
         f.payloads.clear();
         f.payloads.resize(f.ios.len(), 0);
         f.remaining = f.ios.len() as u32;
-        f.acks_remaining = f.ios.iter().filter(|io| io.acks).count() as u32;
         f.acked = false;
         f.outcome = outcome;
         f.client_payload = 0;
@@ -925,14 +940,14 @@ impl Dispatcher {
             f.failed_parts.clear();
         }
         f.gather = self.plan.gather;
-        f.has_deps = f.ios.iter().any(|io| io.after != NO_DEP);
         f.failed_reads.clear();
         f.fed.clear();
-        f.reads_waiting = match f.gather {
-            true => f.ios.iter().filter(|io| io.dir == Op::Read).count() as u32,
-            false => 0,
-        };
+        // One pass over the plan: what the flight counts, and the
+        // operations that wait for nothing, handed out in plan order.
+        let (mut acks, mut reads, mut has_deps) = (0u32, 0u32, false);
         for (i, io) in f.ios.iter().enumerate() {
+            acks += io.acks as u32;
+            reads += (io.dir == Op::Read) as u32;
             if io.after == NO_DEP {
                 self.ready.push_back(Ready {
                     flight: fid,
@@ -941,8 +956,13 @@ impl Dispatcher {
                     src_payload: 0,
                     tag: work.block_tag(io.part as u64),
                 });
+            } else {
+                has_deps = true;
             }
         }
+        f.acks_remaining = acks;
+        f.has_deps = has_deps;
+        f.reads_waiting = if f.gather { reads } else { 0 };
         if f.acks_remaining == 0 {
             Self::ack(f, &mut self.acked);
         }
@@ -951,6 +971,8 @@ impl Dispatcher {
         }
     }
 
+    // Out of line: inlined, its setup ran on every pass of `pump`.
+    #[inline(never)]
     fn finish(&mut self, fid: u32) {
         let (work, exclusive, client_failed) = {
             let f = &self.flights[fid as usize];

@@ -66,7 +66,7 @@ impl Dispatcher {
             jobs: &mut self.jobs,
         };
         self.policy.repair(block, target, &mut ctx);
-        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        self.queue_jobs();
     }
 
     /// Whether a plan with failed operations fails its client's `block`:
@@ -111,7 +111,7 @@ impl Dispatcher {
         };
         let done = self.policy.take_out_of_service(device, &mut ctx);
         self.note_changes(None, 0);
-        self.incoming.extend(self.jobs.drain(..).map(Work::Job));
+        self.queue_jobs();
         self.pump();
         done
     }

@@ -583,10 +583,10 @@ impl Simulator {
                         after_ns: if hit { 0 } else { backing_ns },
                     };
                 }
-                for w in [&mut self.window, &mut self.sample_acc] {
-                    w.read_hits += hit as u64;
-                    w.read_misses += !hit as u64;
-                }
+                self.window.read_hits += hit as u64;
+                self.window.read_misses += !hit as u64;
+                self.sample_acc.read_hits += hit as u64;
+                self.sample_acc.read_misses += !hit as u64;
                 (Op::Read, v.as_ref().map_or(0, |v| v.len() as u64))
             }
             (What::Set { version, bytes }, Reply::Stored) => {

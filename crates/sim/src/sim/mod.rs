@@ -92,12 +92,36 @@ enum Ev {
 /// When an event happens, in the queue: by time, then in the order the
 /// events were pushed (`seq`, unique), so that runs are deterministic. The
 /// event itself waits in `Simulator::event_slots` at `slot`, which keeps
-/// the heap's entries small.
+/// the heap's entries small: the three are packed into one integer whose
+/// order is theirs (time in the high 64 bits, then `seq` in 40 bits, then
+/// `slot` in 24), so that the heap compares and moves 16 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct EventKey {
-    t: u64,
-    seq: u64,
-    slot: u32,
+struct EventKey(u128);
+
+/// Bits of [`EventKey`] that hold the event's slot.
+const EVENT_SLOT_BITS: u32 = 24;
+/// Bits of [`EventKey`] that hold the event's push order.
+const EVENT_SEQ_BITS: u32 = 64 - EVENT_SLOT_BITS;
+
+impl EventKey {
+    #[inline]
+    fn new(t: u64, seq: u64, slot: u32) -> EventKey {
+        assert!(
+            seq < 1 << EVENT_SEQ_BITS && slot < 1 << EVENT_SLOT_BITS,
+            "event {seq} in slot {slot}: more events than the queue's key holds"
+        );
+        EventKey((t as u128) << 64 | (seq << EVENT_SLOT_BITS | slot as u64) as u128)
+    }
+    /// When the event happens, ns.
+    #[inline]
+    fn t(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+    /// Where the event waits in `Simulator::event_slots`.
+    #[inline]
+    fn slot(self) -> u32 {
+        (self.0 as u32) & ((1 << EVENT_SLOT_BITS) - 1)
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -120,6 +144,27 @@ struct Req {
     blocks_left: u32,
     bytes: u64,
     worker: u32,
+}
+
+/// What one sample interval of the time series counts: less than a
+/// [`Window`], since a sample reports a mean latency, not quantiles.
+#[derive(Clone, Copy, Default)]
+struct SampleWindow {
+    requests: u64,
+    latency_sum_ns: u128,
+    read_hits: u64,
+    read_misses: u64,
+}
+
+impl SampleWindow {
+    /// Mean latency of the interval's requests, ns (0 when none).
+    fn mean_latency_ns(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.latency_sum_ns as f64 / self.requests as f64
+        }
+    }
 }
 
 /// Counters that are snapshotted at the end of warm-up.
@@ -224,7 +269,7 @@ pub struct Simulator {
     window: Window,
     dev_at_warmup: Vec<DeviceCounters>,
     sample_ns: u64,
-    sample_acc: Window,
+    sample_acc: SampleWindow,
     sample_dev_bytes: Vec<u64>,
     samples: Vec<Sample>,
     running_workers: u32,
@@ -339,7 +384,7 @@ impl Simulator {
             window: Window::default(),
             dev_at_warmup: vec![DeviceCounters::default(); n_dev],
             sample_ns: ((cfg.sample_interval_ms * 1e6) as u64).max(1),
-            sample_acc: Window::default(),
+            sample_acc: SampleWindow::default(),
             sample_dev_bytes: vec![0; n_dev],
             samples: Vec::new(),
             running_workers: 0,
@@ -365,11 +410,7 @@ impl Simulator {
     fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
         let slot = slab_insert(&mut self.event_slots, &mut self.free_event_slots, ev);
-        self.events.push(Reverse(EventKey {
-            t,
-            seq: self.seq,
-            slot,
-        }));
+        self.events.push(Reverse(EventKey::new(t, self.seq, slot)));
     }
 
     fn prefill(&mut self) {
@@ -418,12 +459,12 @@ impl Simulator {
         self.push(self.sample_ns, Ev::Sample);
         self.schedule_failure();
         while let Some(Reverse(key)) = self.events.pop() {
-            if key.t > self.end_ns {
+            if key.t() > self.end_ns {
                 break;
             }
-            self.now = key.t;
-            let ev = self.event_slots[key.slot as usize];
-            self.free_event_slots.push(key.slot);
+            self.now = key.t();
+            let ev = self.event_slots[key.slot() as usize];
+            self.free_event_slots.push(key.slot());
             if !self.measuring && self.now >= self.warmup_ns {
                 self.start_measuring();
             }
@@ -777,13 +818,15 @@ impl Simulator {
             return self.kv_block_done(s.req);
         }
         if op == Op::Read {
-            for w in [&mut self.window, &mut self.sample_acc] {
-                match outcome {
-                    Outcome::Hit(_) => w.read_hits += 1,
-                    Outcome::Miss => w.read_misses += 1,
-                    Outcome::NotApplicable => {}
-                }
-            }
+            let (hit, miss) = match outcome {
+                Outcome::Hit(_) => (1, 0),
+                Outcome::Miss => (0, 1),
+                Outcome::NotApplicable => (0, 0),
+            };
+            self.window.read_hits += hit;
+            self.window.read_misses += miss;
+            self.sample_acc.read_hits += hit;
+            self.sample_acc.read_misses += miss;
         }
         self.block_done(s.req);
     }
@@ -825,8 +868,7 @@ impl Simulator {
             self.window.latency.record(lat);
         }
         self.sample_acc.requests += 1;
-        self.sample_acc.bytes += req.bytes;
-        self.sample_acc.latency.record(lat);
+        self.sample_acc.latency_sum_ns += lat as u128;
     }
 
     /// A closed-loop worker finished a request: it retires, or issues its

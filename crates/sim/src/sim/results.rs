@@ -216,7 +216,7 @@ impl Simulator {
         self.samples.push(Sample {
             t_s: self.now as f64 / 1e9,
             throughput_ops_per_s: a.requests as f64 / secs,
-            mean_latency_us: a.latency.mean() / 1e3,
+            mean_latency_us: a.mean_latency_ns() / 1e3,
             hit_ratio: if classified > 0 {
                 a.read_hits as f64 / classified as f64
             } else {

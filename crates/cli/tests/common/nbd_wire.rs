@@ -149,3 +149,40 @@ pub fn chunk(s: &mut UnixStream) -> std::io::Result<Chunk> {
     }
     Ok(c)
 }
+
+/// Reads `blocks` (of `block_bytes` each) over a new connection to
+/// `sock`, every request sent before any reply is read (a writer thread
+/// sends while this one reads, so neither side's socket buffer can stall
+/// the other); returns each block's data in the order of `blocks`. Every
+/// read must succeed, and every reply must answer a request sent, once.
+#[allow(dead_code)]
+pub fn read_blocks(sock: &Path, blocks: &[u64], block_bytes: u32) -> Vec<Vec<u8>> {
+    let mut c = connect(sock);
+    let mut writer = c.try_clone().unwrap();
+    let mut data: Vec<Option<Vec<u8>>> = vec![None; blocks.len()];
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut batch = Vec::new();
+            for (i, &b) in blocks.iter().enumerate() {
+                batch.extend(request(0, 0, i as u64, b * block_bytes as u64, block_bytes));
+                if batch.len() >= 64 * 28 {
+                    writer.write_all(&batch).unwrap();
+                    batch.clear();
+                }
+            }
+            writer.write_all(&batch).unwrap();
+        });
+        for _ in 0..blocks.len() {
+            let (handle, err, d) = reply(&mut c, block_bytes as usize).unwrap();
+            let i = handle as usize;
+            assert!(i < blocks.len(), "a reply to handle {handle}, never sent");
+            assert_eq!(err, 0, "reading block {}", blocks[i]);
+            assert!(data[i].is_none(), "two replies to handle {handle}");
+            data[i] = Some(d);
+        }
+    });
+    let _ = c.write_all(&request(2, 0, 0, 0, 0));
+    data.into_iter()
+        .map(|d| d.expect("every read replied"))
+        .collect()
+}

@@ -904,3 +904,31 @@ impl Simulator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::EventKey;
+
+    #[test]
+    fn event_keys_order_by_time_then_push_order_and_give_back_their_fields() {
+        let max_slot = (1 << super::EVENT_SLOT_BITS) - 1;
+        let keys = [
+            EventKey::new(5, 1, max_slot),
+            EventKey::new(5, 2, 0),
+            EventKey::new(6, 0, 7),
+            EventKey::new(u64::MAX, (1 << super::EVENT_SEQ_BITS) - 1, 3),
+        ];
+        for pair in keys.windows(2) {
+            assert!(pair[0] < pair[1], "{pair:?}");
+        }
+        assert_eq!((keys[0].t(), keys[0].slot()), (5, max_slot));
+        assert_eq!((keys[2].t(), keys[2].slot()), (6, 7));
+        assert_eq!((keys[3].t(), keys[3].slot()), (u64::MAX, 3));
+    }
+
+    #[test]
+    #[should_panic(expected = "more events than the queue's key holds")]
+    fn an_event_slot_past_the_key_is_refused() {
+        EventKey::new(0, 0, 1 << super::EVENT_SLOT_BITS);
+    }
+}

@@ -545,8 +545,11 @@ impl CacheCore {
         let cache = self.pair.cache;
         let admitted = {
             let m: &PlacementMap = map;
+            // The map's dirty bit first: in a cache full of dirty data
+            // most candidates fail it, and it is cheaper than the lock
+            // table's lookup.
             self.repl.admit(block, &mut |v| {
-                !locks.is_locked(v) && !m.get(v).dirty_on(cache)
+                !m.get(v).dirty_on(cache) && !locks.is_locked(v)
             })
         };
         let Some(a) = admitted else {

@@ -114,6 +114,16 @@ pub struct Params {
     used: RefCell<BTreeSet<String>>,
 }
 
+/// `v` as an error message shows it: in scientific notation when very
+/// large or very small, so that 1e300 is not printed with 300 digits.
+pub fn shown(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 impl Params {
     /// An empty table.
     pub fn new() -> Self {
@@ -158,7 +168,7 @@ impl Params {
         if !v.is_finite() || v < min || v > max {
             return Err(ParamError::new(
                 name,
-                format!("must be in [{min}, {max}], got {v}"),
+                format!("must be in [{min}, {max}], got {}", shown(v)),
             ));
         }
         Ok(v)
@@ -169,7 +179,14 @@ impl Params {
         let v = match self.get(name) {
             None => return Ok(default),
             Some(ParamValue::Int(i)) => *i,
-            Some(ParamValue::Float(x)) if x.fract() == 0.0 => *x as i64,
+            // A whole float past i64 would saturate: it is out of range.
+            Some(ParamValue::Float(x)) if x.fract() == 0.0 && x.abs() < 9e18 => *x as i64,
+            Some(ParamValue::Float(x)) if x.fract() == 0.0 => {
+                return Err(ParamError::new(
+                    name,
+                    format!("must be in [{min}, {max}], got {}", shown(*x)),
+                ))
+            }
             Some(other) => {
                 return Err(ParamError::new(
                     name,
@@ -266,5 +283,17 @@ mod tests {
         assert_eq!(p.f64_in("absent", 0.25, 0.0, 1.0).unwrap(), 0.25);
         let q = Params::new().with("typo", ParamValue::Bool(true));
         assert_eq!(q.reject_unused("x").unwrap_err().field, "typo");
+    }
+
+    #[test]
+    fn a_whole_float_past_every_integer_is_out_of_range_as_written() {
+        let p = Params::new().with("n", ParamValue::Float(1e300));
+        // It used to saturate to i64::MAX, which an unbounded getter took.
+        let e = p.u64_in("n", 1, 0, u64::MAX).unwrap_err();
+        assert!(e.to_string().contains("got 1e300"), "{e}");
+        let e = p.f64_in("n", 1.0, 0.0, 1.0).unwrap_err();
+        assert!(e.to_string().contains("got 1e300"), "{e}");
+        let q = Params::new().with("n", ParamValue::Float(4096.0));
+        assert_eq!(q.u64_in("n", 1, 0, u64::MAX), Ok(4096));
     }
 }

@@ -64,6 +64,10 @@ pub struct DeviceSpec {
     pub role: DeviceRole,
 }
 
+/// Most blocks a device that allocates locations may offer: the placement
+/// map and the slot pools address its blocks in 32 bits.
+pub const MAX_LOCATION_BLOCKS: u64 = u32::MAX as u64;
+
 /// Shape of a volume: its size, block size and devices (fastest first).
 #[derive(Clone, Debug, PartialEq)]
 pub struct VolumeSpec {
@@ -94,7 +98,8 @@ impl VolumeSpec {
     /// Checks what every volume must satisfy: at most
     /// [`crate::types::MAX_DEVICES`] devices, at most one home device, and
     /// devices that allocate locations among the first
-    /// [`crate::map::LOC_DEVICES`].
+    /// [`crate::map::LOC_DEVICES`], each of at most
+    /// [`MAX_LOCATION_BLOCKS`] blocks.
     pub fn validate(&self) -> Result<(), String> {
         check_device_count(self.devices.len())?;
         if self.with_role(DeviceRole::Home).count() > 1 {
@@ -107,6 +112,12 @@ impl VolumeSpec {
                     d.name,
                     d.role.as_str(),
                     crate::map::LOC_DEVICES
+                ));
+            }
+            if d.role != DeviceRole::Home && d.capacity_blocks > MAX_LOCATION_BLOCKS {
+                return Err(format!(
+                    "device {i} ('{}') offers {} blocks, but a device that holds blocks at locations it allocates addresses at most {MAX_LOCATION_BLOCKS} (32-bit locations)",
+                    d.name, d.capacity_blocks
                 ));
             }
         }
@@ -347,4 +358,32 @@ pub enum PolicyError {
         /// What is wrong.
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_past_32_bit_locations_is_refused_unless_it_is_home() {
+        let volume = |cache_blocks| VolumeSpec {
+            num_blocks: 1 << 40,
+            block_size: 4096,
+            devices: vec![
+                DeviceSpec {
+                    name: "fast".into(),
+                    capacity_blocks: cache_blocks,
+                    role: DeviceRole::Cache,
+                },
+                DeviceSpec {
+                    name: "slow".into(),
+                    capacity_blocks: 1 << 40,
+                    role: DeviceRole::Home,
+                },
+            ],
+        };
+        assert_eq!(volume(MAX_LOCATION_BLOCKS).validate(), Ok(()));
+        let e = volume(MAX_LOCATION_BLOCKS + 1).validate().unwrap_err();
+        assert!(e.contains("device 0 ('fast')"), "{e}");
+    }
 }

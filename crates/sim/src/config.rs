@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use tiermux_core::params::shown;
 use tiermux_core::{DeviceRole, Params};
 
 use crate::workload::{volume_blocks_needed, Pattern, Schedule, WorkloadSpec};
@@ -292,6 +293,15 @@ fn array_model(i: usize, name: &str, block_size: u32) -> Result<DeviceModel, Con
     Ok(hdd.model().expect("the hdd profile derives"))
 }
 
+/// Most closed-loop workers a run may have: each keeps a request in flight,
+/// and the event queue holds at most 2^24 events at once.
+pub const MAX_WORKERS: u32 = 1 << 20;
+/// Highest open-loop arrival rate: one arrival per nanosecond, the
+/// simulated clock's resolution.
+pub const MAX_RATE_OPS_PER_S: f64 = 1e9;
+/// Longest run, s: the simulated clock counts nanoseconds in 64 bits
+/// (about 1.8e10 s), with room for the events scheduled past the end.
+pub const MAX_DURATION_S: f64 = 1e9;
 fn check(field: &str, ok: bool, message: impl FnOnce() -> String) -> Result<(), ConfigError> {
     if ok {
         Ok(())
@@ -360,6 +370,8 @@ impl SimConfig {
         let client = sized.resolve_client()?;
         let params = params_from_toml(&sized.policy_params()?)?;
         let volume = volume_spec(&sized, &devices, volume_blocks);
+        crate::memory::check_fits(&volume, crate::memory::machine_memory_bytes())
+            .map_err(|e| ConfigError::new("volume_blocks", e))?;
         let controller_names = sized.check_policy(&params, &volume)?;
         Ok(Resolved {
             controller_names,
@@ -492,8 +504,12 @@ impl SimConfig {
                 )
             },
         )?;
-        check("cache_blocks", c.cache_blocks >= 1, || {
-            "must be at least 1".into()
+        let most = tiermux_core::policy::MAX_LOCATION_BLOCKS;
+        check("cache_blocks", (1..=most).contains(&c.cache_blocks), || {
+            format!(
+                "must be 1 to {most} (32-bit locations), got {}",
+                c.cache_blocks
+            )
         })?;
         check(
             "roles",
@@ -521,13 +537,20 @@ impl SimConfig {
         )?;
         check(
             "middle_device_blocks",
-            c.middle_device_blocks.iter().all(|&b| b >= 1),
-            || "every size must be at least 1".into(),
+            c.middle_device_blocks
+                .iter()
+                .all(|b| (1..=most).contains(b)),
+            || format!("every size must be 1 to {most} (32-bit locations)"),
         )?;
         check(
             "duration_s",
-            c.duration_s.is_finite() && c.duration_s > 0.0,
-            || format!("must be positive, got {}", c.duration_s),
+            c.duration_s.is_finite() && c.duration_s > 0.0 && c.duration_s <= MAX_DURATION_S,
+            || {
+                format!(
+                    "must be positive and at most {MAX_DURATION_S:e} s (the simulated clock counts nanoseconds in 64 bits), got {}",
+                    shown(c.duration_s)
+                )
+            },
         )?;
         check(
             "warmup_s",
@@ -541,8 +564,13 @@ impl SimConfig {
         )?;
         check(
             "sample_interval_ms",
-            c.sample_interval_ms.is_finite() && c.sample_interval_ms > 0.0,
-            || format!("must be positive, got {}", c.sample_interval_ms),
+            c.sample_interval_ms >= 1e-3 && c.sample_interval_ms.is_finite(),
+            || {
+                format!(
+                    "must be at least 0.001 (1 µs, the time series' resolution), got {}",
+                    shown(c.sample_interval_ms)
+                )
+            },
         )?;
         Ok(())
     }
@@ -755,7 +783,9 @@ impl SimConfig {
         }
         let client = match (c.client.workers, c.client.load, c.client.rate_ops_per_s) {
             (Some(n), None, None) => {
-                check("client.workers", n >= 1, || "must be at least 1".into())?;
+                check("client.workers", (1..=MAX_WORKERS).contains(&n), || {
+                    format!("must be 1 to {MAX_WORKERS}, got {n}")
+                })?;
                 ClientMode::Closed { workers: n }
             }
             (None, Some(l), None) => {
@@ -765,9 +795,16 @@ impl SimConfig {
                 ClientMode::Load { load: l }
             }
             (None, None, Some(r)) => {
-                check("client.rate_ops_per_s", r.is_finite() && r > 0.0, || {
-                    format!("must be positive, got {r}")
-                })?;
+                check(
+                    "client.rate_ops_per_s",
+                    r.is_finite() && r > 0.0 && r <= MAX_RATE_OPS_PER_S,
+                    || {
+                        format!(
+                        "must be positive and at most {MAX_RATE_OPS_PER_S:e} (one arrival per nanosecond, the clock's resolution), got {}",
+                        shown(r)
+                    )
+                    },
+                )?;
                 ClientMode::Open { rate_ops_per_s: r }
             }
             (None, None, None) => ClientMode::Closed { workers: 16 },
@@ -900,6 +937,29 @@ mod tests {
             "workload.write_ratio"
         );
         assert_eq!(bad(&|c| c.block_size = 1000), "block_size");
+        assert_eq!(bad(&|c| c.cache_blocks = 1 << 32), "cache_blocks");
+        // Limits of the simulated clock, the event queue and memory: each a
+        // named error, where the run would overflow, hang or abort.
+        assert_eq!(bad(&|c| c.duration_s = 1e300), "duration_s");
+        assert_eq!(
+            bad(&|c| c.sample_interval_ms = 1e-300),
+            "sample_interval_ms"
+        );
+        assert_eq!(
+            bad(&|c| c.client.workers = Some(4_000_000_000)),
+            "client.workers"
+        );
+        assert_eq!(
+            bad(&|c| {
+                c.client.workers = None;
+                c.client.rate_ops_per_s = Some(1e300)
+            }),
+            "client.rate_ops_per_s"
+        );
+        assert_eq!(
+            bad(&|c| c.volume_blocks = Some(u64::MAX / 2)),
+            "volume_blocks"
+        );
         assert_eq!(bad(&|c| c.warmup_s = 5.0), "warmup_s");
         assert_eq!(bad(&|c| c.policy = "lfu-magic".into()), "policy");
         assert_eq!(

@@ -14,6 +14,7 @@ pub mod experiment;
 pub mod failure;
 pub mod kvconfig;
 pub mod kvworkloads;
+pub mod memory;
 pub mod presets;
 pub mod sim;
 pub mod trace_run;

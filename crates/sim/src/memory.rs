@@ -1,0 +1,103 @@
+//! Whether a run's per-block state fits in this machine's memory. The
+//! simulator keeps state for every block of the volume and of each device
+//! (the version checker, the devices' contents); a volume too large for
+//! the machine gets a configuration error that names its size, instead of
+//! an allocation failure partway through a sweep.
+
+use tiermux_core::{DeviceRole, VolumeSpec};
+
+/// Bytes a run keeps for each block of the volume, at least: the version
+/// checker's entry (the versions issued and acknowledged, 4 bytes each).
+pub const STATE_BYTES_PER_VOLUME_BLOCK: u64 = 8;
+/// Bytes a run keeps for each block a device addresses: the version its
+/// content holds.
+pub const STATE_BYTES_PER_DEVICE_BLOCK: u64 = 4;
+
+/// The least memory a run of `volume` needs for its per-block state, in
+/// bytes (the home device addresses the whole volume).
+pub fn state_bytes(volume: &VolumeSpec) -> u128 {
+    let device_blocks: u128 = volume
+        .devices
+        .iter()
+        .map(|d| match d.role {
+            DeviceRole::Home => volume.num_blocks as u128,
+            _ => d.capacity_blocks as u128,
+        })
+        .sum();
+    volume.num_blocks as u128 * STATE_BYTES_PER_VOLUME_BLOCK as u128
+        + device_blocks * STATE_BYTES_PER_DEVICE_BLOCK as u128
+}
+
+/// This machine's memory in bytes (`MemTotal` of `/proc/meminfo`), or
+/// `None` where it cannot be read.
+pub fn machine_memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Checks that a run of `volume` can keep its per-block state within
+/// `memory_bytes` (no check when it is unknown); the error says how much
+/// the volume needs and what to change.
+pub fn check_fits(volume: &VolumeSpec, memory_bytes: Option<u64>) -> Result<(), String> {
+    let Some(memory) = memory_bytes else {
+        return Ok(());
+    };
+    let needed = state_bytes(volume);
+    if needed <= memory as u128 {
+        return Ok(());
+    }
+    const GIB: f64 = (1u64 << 30) as f64;
+    Err(format!(
+        "a volume of {} blocks on devices of {} blocks keeps at least {:.1} GiB of per-block state, more than this machine's {:.1} GiB; use fewer or larger blocks",
+        volume.num_blocks,
+        volume
+            .devices
+            .iter()
+            .map(|d| d.capacity_blocks.to_string())
+            .collect::<Vec<_>>()
+            .join(" + "),
+        needed as f64 / GIB,
+        memory as f64 / GIB
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tiermux_core::policy::DeviceSpec;
+
+    fn volume(num_blocks: u64, cache_blocks: u64) -> VolumeSpec {
+        let device = |name: &str, capacity_blocks, role| DeviceSpec {
+            name: name.into(),
+            capacity_blocks,
+            role,
+        };
+        VolumeSpec {
+            num_blocks,
+            block_size: 4096,
+            devices: vec![
+                device("fast", cache_blocks, DeviceRole::Cache),
+                device("slow", num_blocks, DeviceRole::Home),
+            ],
+        }
+    }
+
+    #[test]
+    fn state_counts_the_volume_and_every_device() {
+        // 8 bytes per volume block, 4 per block of each device.
+        assert_eq!(state_bytes(&volume(1000, 100)), 8_000 + 4 * 1_100);
+    }
+
+    #[test]
+    fn a_volume_past_the_memory_is_refused_with_its_size() {
+        let gib = 1u64 << 30;
+        assert!(check_fits(&volume(1 << 20, 1 << 10), Some(gib)).is_ok());
+        let err = check_fits(&volume(u64::MAX / 2, 1 << 10), Some(gib)).unwrap_err();
+        assert!(err.contains(&format!("{} blocks", u64::MAX / 2)), "{err}");
+        assert!(err.contains("1.0 GiB"), "{err}");
+        // Unknown memory: no check.
+        assert!(check_fits(&volume(u64::MAX / 2, 1 << 10), None).is_ok());
+    }
+}

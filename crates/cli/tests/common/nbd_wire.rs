@@ -67,6 +67,12 @@ fn option_reply(s: &mut UnixStream) -> u32 {
     kind
 }
 
+/// Bytes of an NBD request header (magic, flags, type, handle, offset,
+/// length).
+#[allow(dead_code)]
+pub const REQUEST_BYTES: usize = 28;
+
+/// One request header.
 pub fn request(kind: u16, flags: u16, handle: u64, offset: u64, len: u32) -> Vec<u8> {
     let mut r = 0x2560_9513u32.to_be_bytes().to_vec();
     r.extend_from_slice(&flags.to_be_bytes());
@@ -165,7 +171,8 @@ pub fn read_blocks(sock: &Path, blocks: &[u64], block_bytes: u32) -> Vec<Vec<u8>
             let mut batch = Vec::new();
             for (i, &b) in blocks.iter().enumerate() {
                 batch.extend(request(0, 0, i as u64, b * block_bytes as u64, block_bytes));
-                if batch.len() >= 64 * 28 {
+                // Requests go out 64 to a write.
+                if batch.len() >= 64 * REQUEST_BYTES {
                     writer.write_all(&batch).unwrap();
                     batch.clear();
                 }

@@ -281,8 +281,22 @@ pub const MAX_SPIN_US: u64 = 10_000;
 impl VolumeConfig {
     /// Parses TOML text; relative paths are resolved against `data_dir`.
     pub fn parse(text: &str, data_dir: &Path) -> Result<VolumeConfig, ConfigError> {
-        let f: VolumeFile =
-            toml::from_str(text).map_err(|e| cerr("config", e.message().to_string()))?;
+        let f: VolumeFile = serde_path_to_error::deserialize(toml::Deserializer::new(text))
+            .map_err(|e: serde_path_to_error::Error<toml::de::Error>| {
+                // The path to the value at fault ("." for the file itself).
+                let field = match e.path().to_string() {
+                    p if p == "." => "config".to_string(),
+                    p => p,
+                };
+                let message = e.inner().message();
+                match e.inner().span() {
+                    Some(span) => {
+                        let line = text[..span.start.min(text.len())].lines().count().max(1);
+                        cerr(field, format!("line {line}: {message}"))
+                    }
+                    None => cerr(field, message.to_string()),
+                }
+            })?;
         let block_size = f.block_size.unwrap_or(4096);
         if block_size == 0 || !block_size.is_multiple_of(4096) || block_size > 1 << 20 {
             return Err(cerr(
@@ -593,6 +607,18 @@ write_mode = "wb"
             (
                 GOOD.replace("[[device]]\nname = \"slow\"", &nine_devices),
                 "a volume has 1 to 8 devices (the placement map's limit), this one has 10",
+            ),
+            // A value of the wrong type is named by its path and line.
+            (
+                GOOD.replace("size = \"1MiB\"", "size = \"1MiB\"\nblock_size = \"big\""),
+                "block_size: line 3: invalid type: string \"big\"",
+            ),
+            (
+                GOOD.replace(
+                    "profile = \"optane-905p\"",
+                    "[device.faults]\nread_error_rate = \"often\"",
+                ),
+                "device[0].faults.read_error_rate: line",
             ),
         ];
         for (text, want) in cases {

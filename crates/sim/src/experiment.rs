@@ -211,16 +211,25 @@ impl Parser<'_> {
                     .unwrap_or_else(|| toml::Value::String(String::new()))
             })
             .collect();
-        let cfg: SimConfig = cfg_value.try_into().map_err(|e: toml::de::Error| {
-            let msg = e.message().to_string();
-            let field = msg
-                .split('`')
-                .nth(1)
-                .map(|f| format!("base.{f}"))
-                .unwrap_or_else(|| "base".into());
-            let line = line_of_key(text, field.rsplit('.').next().unwrap_or("base"));
-            self.err(line, &field, msg)
-        })?;
+        let cfg: SimConfig = serde_path_to_error::deserialize(cfg_value).map_err(
+            |e: serde_path_to_error::Error<toml::de::Error>| {
+                let msg = e.inner().message().to_string();
+                // The path to the table or value at fault; an unknown key
+                // is named by the message.
+                let path = e.path().to_string();
+                let unknown = msg
+                    .strip_prefix("unknown field `")
+                    .and_then(|m| m.split('`').next());
+                let field = match (path.as_str(), unknown) {
+                    (".", Some(key)) => format!("base.{key}"),
+                    (".", None) => "base".into(),
+                    (p, Some(key)) if !p.ends_with(key) => format!("base.{p}.{key}"),
+                    (p, _) => format!("base.{p}"),
+                };
+                let line = line_of_key(text, field.rsplit('.').next().unwrap_or("base"));
+                self.err(line, &field, msg)
+            },
+        )?;
         let mut cfg = cfg;
         // A trace file is named relative to the experiment file.
         if let Some(t) = cfg.trace.as_mut() {
@@ -825,6 +834,23 @@ mod tests {
         let e = Experiment::parse("[base]\ndevices = [\"fixed:1\", \"fixed:1\"]\npolicy = \"classic\"\nduration_s = -1.0\n", "v.toml")
             .unwrap_err();
         assert_eq!(e.line, Some(4), "{e}");
+        // A value of the wrong type, and an unknown key in a nested table
+        // and in a tagged one, are named by their whole path.
+        let head = "[base]\ndevices = [\"fixed:1\", \"fixed:1\"]\npolicy = \"classic\"\n";
+        let field = |tail: &str| {
+            Experiment::parse(&format!("{head}{tail}"), "u.toml")
+                .unwrap_err()
+                .field
+        };
+        assert_eq!(
+            field("[base.client]\nworkers = \"four\"\n"),
+            "base.client.workers"
+        );
+        assert_eq!(field("[base.client]\nwrkers = 4\n"), "base.client.wrkers");
+        assert_eq!(
+            field("[base.client]\nschedule = { kind = \"diurnal\", period_s = 1.0, min = 0.5 }\n"),
+            "base.client.schedule.min"
+        );
     }
 
     #[test]

@@ -23,7 +23,11 @@
 //! `latency_alpha` = 0.25 (a signal that follows a load step within about
 //! four quanta); a device with no latency sample yet counts as latency 0
 //! (an idle device; later idle intervals keep the last smoothed value);
-//! the cleaning threshold is 8 reads per write.
+//! the cleaning threshold is 8 reads per write. `swap_while_offloading`
+//! (default true) lets HeMem's quantum swap segments while the offload
+//! ratio is above 0; false keeps it to promotions into free slots then,
+//! so that under load data moves down only into the mirrored class
+//! (`experiments/most-swaps-under-load.toml` shows why).
 
 use super::hemem::serve;
 use super::tiered::{tiered_policy_methods, Tiered};
@@ -58,6 +62,7 @@ fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, Pol
         mirror_step_segments: 0,
         reclaim_below_segments: 0,
         clean_min_rewrite_distance: None,
+        swap_while_offloading: true,
         t,
     };
     most.apply(&s);
@@ -77,6 +82,7 @@ struct MostSettings {
     clean_min_rewrite_distance: Option<f64>,
     idle_latency: IdleLatency,
     migration_rule: MigrationRule,
+    swap_while_offloading: bool,
 }
 
 /// The names [`MostSettings`] reads.
@@ -92,6 +98,7 @@ const MOST_LIVE_PARAMS: &[&str] = &[
     "cleaning",
     "idle_latency",
     "migration_rule",
+    "swap_while_offloading",
 ];
 
 impl MostSettings {
@@ -131,6 +138,7 @@ impl MostSettings {
                 "away_from_slower" => MigrationRule::AwayFromSlower,
                 _ => MigrationRule::Algorithm1,
             },
+            swap_while_offloading: p.bool("swap_while_offloading", true).map_err(&e)?,
         })
     }
 }
@@ -145,6 +153,7 @@ pub struct Most {
     mirror_step_segments: u32,
     reclaim_below_segments: u64,
     clean_min_rewrite_distance: Option<f64>,
+    swap_while_offloading: bool,
 }
 
 impl Most {
@@ -171,6 +180,7 @@ impl Most {
             ((s.mirror_step_mb * 1e6 / self.segment_bytes).ceil() as u32).max(1);
         self.reclaim_below_segments = (s.reclaim_free_fraction * segments).ceil() as u64;
         self.clean_min_rewrite_distance = s.clean_min_rewrite_distance;
+        self.swap_while_offloading = s.swap_while_offloading;
     }
 
     /// True when this access goes to the capacity copy (or allocates
@@ -296,6 +306,17 @@ impl Policy for Most {
         // which moves down only to make room (§3.2.3's migration to the
         // faster device, on the tiering MOST builds on).
         let allowed = match d.migration {
+            // While reads are offloaded (the performance device is under
+            // load), a hot segment may still move up into a free slot,
+            // but no segment moves down to make room unless asked.
+            Migration::Both | Migration::ToPerformanceOnly
+                if !self.swap_while_offloading && d.offload_ratio > 0.0 =>
+            {
+                Allowed {
+                    up: true,
+                    down: false,
+                }
+            }
             Migration::Both | Migration::ToPerformanceOnly => Allowed::BOTH,
             Migration::ToCapacityOnly | Migration::Stop => none,
         };

@@ -545,7 +545,10 @@ fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
                 "p99_latency",
             ],
         ),
-        "noise_aware" | "always_admit" => ParamValue::Bool(rng.below(2) == 0),
+        "noise_aware" | "always_admit" | "swap_while_offloading" => {
+            ParamValue::Bool(rng.below(2) == 0)
+        }
+        "swap_min_ratio" => ParamValue::Float([1.0, 2.0, 4.0][rng.below(3) as usize]),
         "flush_max_inflight" | "min_window_ops" => ParamValue::Int(1 + rng.below(8) as i64),
         "rounds_at_one" => ParamValue::Int(rng.below(3) as i64),
         "dirty_high_ratio"

@@ -6,7 +6,9 @@
 //! its offload ratio moves, inherits the swaps unless
 //! `swap_while_offloading = false`, and then uses both devices; but not
 //! after a low-load phase, whose swaps leave the capacity device looking
-//! slower than the performance device.
+//! slower than the performance device. A swap that needs the promoted
+//! segment to be four times as hot (`swap_min_ratio = 4`) stops the churn
+//! at its source, for HeMem and for MOST.
 
 use std::path::Path;
 
@@ -20,9 +22,10 @@ use common::{get, run_file};
 
 const FILE: &str = "most-swaps-under-load.toml";
 
-/// Both devices' closed-loop 4 KiB read throughput at 32 in flight,
-/// requests per second: the most any placement can serve.
-fn limit_ops_per_s() -> f64 {
+/// Each device's closed-loop 4 KiB read throughput at 32 in flight,
+/// requests per second, fastest first: their sum is the most any placement
+/// can serve, the first what HeMem can (it serves hot data only there).
+fn device_ops_per_s() -> Vec<f64> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../experiments")
         .join(FILE);
@@ -37,31 +40,40 @@ fn limit_ops_per_s() -> f64 {
                 .unwrap();
             closed_loop_throughput(&model, Op::Read, 4096, 32)
         })
-        .sum()
+        .collect()
 }
 
 #[test]
-fn hemem_churns_and_most_escapes_only_without_swaps_from_a_loaded_start() {
-    let limit = limit_ops_per_s();
+fn hemem_churns_unless_a_swap_needs_a_clearly_hotter_segment_and_most_follows() {
+    let devices = device_ops_per_s();
+    let limit: f64 = devices.iter().sum();
     for (k, r) in run_file(FILE, &|_| true) {
-        // Only MOST without swaps, from the start under load, escapes.
-        let swaps =
-            get(&k, "params.swap_while_offloading") != "false" || get(&k, "label") != "most";
+        let (label, ratio) = (get(&k, "label"), get(&k, "params.swap_min_ratio"));
+        let no_swaps_from_load =
+            label == "most" && get(&k, "params.swap_while_offloading") == "false";
         let share = r.throughput_ops_per_s / limit;
         let migrated: u64 = r.devices.iter().map(|d| d.migrated_bytes).sum();
-        if swaps {
+        let run = format!("{label}, swap ratio {ratio}");
+        if ratio == "1.0" && !no_swaps_from_load {
             // HeMem, MOST as it runs by default, and MOST either way after
             // a low-load phase in which HeMem's quantum swapped freely:
             // segments keep moving both ways, the migration keeps the
             // capacity device slower than the performance one (so the
             // offload ratio stays 0), and the pair serves well under half
             // its limit.
-            assert!(migrated > 0, "{}: no migration", r.policy);
-            assert!(share < 0.5, "{}: {share:.2} of the limit", r.policy);
+            assert!(migrated > 0, "{run}: no migration");
+            assert!(share < 0.5, "{run}: {share:.2} of the limit");
+        } else if label == "hemem" {
+            // Without the churn HeMem serves what the fast device can.
+            assert!(
+                r.throughput_ops_per_s >= 0.95 * devices[0],
+                "{run}: {:.0} against the fast device's {:.0}",
+                r.throughput_ops_per_s,
+                devices[0]
+            );
         } else {
-            // The bar for the bench: 0.85 of the limit.
-            assert_eq!(migrated, 0, "MOST without swaps migrated");
-            assert!(share >= 0.85, "MOST: {share:.2} of the limit");
+            // The bench's bar for MOST: 0.85 of the limit.
+            assert!(share >= 0.85, "{run}: {share:.2} of the limit");
         }
     }
 }

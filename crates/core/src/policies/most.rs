@@ -27,7 +27,8 @@
 //! (default true) lets HeMem's quantum swap segments while the offload
 //! ratio is above 0; false keeps it to promotions into free slots then,
 //! so that under load data moves down only into the mirrored class
-//! (`experiments/most-swaps-under-load.toml` shows why).
+//! (`experiments/most-swaps-under-load.toml` shows why, and the shared
+//! `swap_min_ratio` that stops the swapping at its source).
 
 use super::hemem::serve;
 use super::tiered::{tiered_policy_methods, Tiered};

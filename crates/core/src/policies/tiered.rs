@@ -47,6 +47,7 @@ pub const TIERED_LIVE_PARAMS: &[&str] = &[
     "quantum_ms",
     "migrate_mb_per_s",
     "max_moves_inflight",
+    "swap_min_ratio",
 ];
 
 /// The shared settings a running volume can change.
@@ -56,6 +57,7 @@ struct TieredSettings {
     quantum_ms: f64,
     bytes_per_s: f64,
     max_inflight: u32,
+    swap_min_ratio: f64,
 }
 
 impl TieredSettings {
@@ -79,12 +81,14 @@ impl TieredSettings {
             .f64_in("migrate_mb_per_s", DEFAULT_MIGRATE_MB_PER_S, 0.001, 1e6)
             .map_err(&e)?;
         let max_inflight = p.u64_in("max_moves_inflight", 8, 1, 1024).map_err(&e)? as u32;
+        let swap_min_ratio = p.f64_in("swap_min_ratio", 1.0, 1.0, 1e6).map_err(&e)?;
         Ok(TieredSettings {
             hot,
             cooling,
             quantum_ms,
             bytes_per_s: mb_per_s * 1e6,
             max_inflight,
+            swap_min_ratio,
         })
     }
 
@@ -98,7 +102,8 @@ impl TieredSettings {
 impl Tiered {
     /// Reads the shared parameters (`segment_blocks`, `hot_threshold`,
     /// `cooling_threshold`, `quantum_ms`, `migrate_mb_per_s`,
-    /// `max_moves_inflight`) and builds the state for policy `name`.
+    /// `max_moves_inflight`, `swap_min_ratio`) and builds the state for
+    /// policy `name`.
     pub fn build(
         name: &str,
         p: &Params,
@@ -110,14 +115,16 @@ impl Tiered {
         let s = TieredSettings::from_params(name, p)?;
         let tiers = Tiers::new(name, vol, segment_blocks)?;
         let segment_bytes = segment_blocks as u64 * vol.block_size as u64;
+        let mut migrator = Migrator::new(
+            MigrationBudget::new(s.bytes_per_s, s.window_ns()),
+            segment_bytes,
+            s.max_inflight,
+        );
+        migrator.set_swap_min_ratio(s.swap_min_ratio);
         Ok(Tiered {
             tiers,
             heat: HeatMap::new(s.hot, s.cooling),
-            migrator: Migrator::new(
-                MigrationBudget::new(s.bytes_per_s, s.window_ns()),
-                segment_bytes,
-                s.max_inflight,
-            ),
+            migrator,
             rng: Rng::new(seed ^ 0x7469_6572),
             quantum_ns: (s.quantum_ms * 1e6) as u64,
             now_ns: 0,
@@ -133,6 +140,7 @@ impl Tiered {
         self.heat.set_thresholds(s.hot, s.cooling);
         self.migrator
             .set_limits(s.bytes_per_s, s.window_ns(), s.max_inflight);
+        self.migrator.set_swap_min_ratio(s.swap_min_ratio);
         self.quantum_ns = (s.quantum_ms * 1e6) as u64;
         Ok(())
     }

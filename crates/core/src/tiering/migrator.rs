@@ -20,6 +20,9 @@ pub struct Migrator {
     inflight: u32,
     /// Capacity segments waiting for a slot a running demotion frees.
     waiting: VecDeque<u64>,
+    /// A swap needs the promoted segment's accesses to exceed this many
+    /// times the demoted one's (1: strictly more).
+    swap_min_ratio: f64,
 }
 
 /// Which tier moves a quantum may start.
@@ -50,7 +53,22 @@ impl Migrator {
             max_inflight,
             inflight: 0,
             waiting: VecDeque::new(),
+            swap_min_ratio: 1.0,
         }
+    }
+
+    /// Sets how much hotter a capacity segment must be than the performance
+    /// segment it displaces: a swap needs its accesses to exceed `ratio`
+    /// times the other's. At 1 any hotter segment swaps, and on a working
+    /// set whose segments are about equally hot the quantum keeps swapping
+    /// segments that sampling noise and cooling set apart
+    /// (`experiments/most-swaps-under-load.toml`).
+    pub fn set_swap_min_ratio(&mut self, ratio: f64) {
+        assert!(
+            ratio >= 1.0,
+            "a swap ratio below 1 would swap colder segments up"
+        );
+        self.swap_min_ratio = ratio;
     }
 
     /// Changes the bandwidth cap, its window and the moves allowed at once
@@ -172,7 +190,7 @@ impl Migrator {
                 .then_some(counts);
         }
         let (c, cold_counts) = cold.next()?;
-        if cold_counts >= counts
+        if cold_counts as f64 * self.swap_min_ratio >= counts as f64
             || !swap_with(c)
             || !self.queue(tiers, c, Move::Demote, now_ns, jobs)
         {

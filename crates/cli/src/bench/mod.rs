@@ -205,6 +205,16 @@ mod tests {
             controller_text(&l),
             "data_admit=0.00 load_admit=0.49 dirty=12%"
         );
+        l.controller = vec![
+            ("offload_ratio".into(), 0.4),
+            ("mirrored_segments".into(), 52.0),
+            ("latency_perf_us".into(), 851.4),
+            ("latency_cap_us".into(), 700.2),
+        ];
+        assert_eq!(
+            controller_text(&l),
+            "offload=0.40 mirrored=52 latency=851/700us"
+        );
     }
 
     #[test]

@@ -403,13 +403,24 @@ pub(super) fn deltas(a: &LiveStats, b: &LiveStats) -> (Option<f64>, Option<f64>)
 
 /// NHC's controls and the cache's dirty share, as "data_admit=0.00
 /// load_admit=0.49 dirty=12%" (dirty cached blocks can only be read from the
-/// cache, which limits what NHC can offload).
+/// cache, which limits what NHC can offload); MOST's offload ratio, its
+/// mirrored segments and the two latencies it balances, as "offload=0.40
+/// mirrored=52 latency=851/700us".
 pub(super) fn controller_text(l: &LiveStats) -> String {
     let get = |name: &str| l.controller.iter().find(|(k, _)| k == name).map(|x| x.1);
     let mut parts: Vec<String> = ["data_admit", "load_admit"]
         .iter()
         .filter_map(|k| get(k).map(|v| format!("{k}={v:.2}")))
         .collect();
+    if let Some(ratio) = get("offload_ratio") {
+        parts.push(format!("offload={ratio:.2}"));
+    }
+    if let Some(m) = get("mirrored_segments") {
+        parts.push(format!("mirrored={m:.0}"));
+    }
+    if let (Some(p), Some(c)) = (get("latency_perf_us"), get("latency_cap_us")) {
+        parts.push(format!("latency={p:.0}/{c:.0}us"));
+    }
     if let (Some(dirty), Some(cached)) = (get("dirty_blocks"), get("cached_blocks")) {
         if cached > 0.0 {
             parts.push(format!("dirty={:.0}%", 100.0 * dirty / cached));

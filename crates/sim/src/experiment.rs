@@ -57,15 +57,21 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// Finds the line where `key` (the last part of a dotted path) is set.
+/// Finds the line where `key` (the last part of a dotted path) is set: at
+/// the start of a line, or else inside an inline table (`{ ..., key = ...}`).
 fn line_of_key(text: &str, path: &str) -> Option<usize> {
     let last = path.rsplit('.').next()?.trim_matches('"');
     let last = last.split('[').next()?;
+    let sets =
+        |t: &str| t.starts_with(last) && t[last.len()..].trim_start().starts_with(['=', '"']);
+    let at_start = |l: &str| sets(l.trim_start().trim_start_matches('"'));
+    let inline = |l: &str| {
+        l.match_indices(['{', ','])
+            .any(|(i, _)| sets(l[i + 1..].trim_start().trim_start_matches('"')))
+    };
     text.lines()
-        .position(|l| {
-            let t = l.trim_start().trim_start_matches('"');
-            t.starts_with(last) && t[last.len()..].trim_start().starts_with(['=', '"'])
-        })
+        .position(at_start)
+        .or_else(|| text.lines().position(inline))
         .map(|i| i + 1)
 }
 
@@ -847,9 +853,14 @@ mod tests {
             "base.client.workers"
         );
         assert_eq!(field("[base.client]\nwrkers = 4\n"), "base.client.wrkers");
+        let e = Experiment::parse(
+            &format!("{head}[base.client]\nschedule = {{ kind = \"diurnal\", period_s = 1.0, min = 0.5 }}\n"),
+            "u.toml",
+        )
+        .unwrap_err();
         assert_eq!(
-            field("[base.client]\nschedule = { kind = \"diurnal\", period_s = 1.0, min = 0.5 }\n"),
-            "base.client.schedule.min"
+            (e.field.as_str(), e.line),
+            ("base.client.schedule.min", Some(5))
         );
     }
 

@@ -291,7 +291,7 @@ impl VolumeConfig {
                 let message = e.inner().message();
                 match e.inner().span() {
                     Some(span) => {
-                        let line = text[..span.start.min(text.len())].lines().count().max(1);
+                        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
                         cerr(field, format!("line {line}: {message}"))
                     }
                     None => cerr(field, message.to_string()),

@@ -135,17 +135,16 @@ impl Volume {
                 op.transferred = true;
                 if op.deadline_ns > now {
                     // A held operation waits to be released
-                    // (`released`), which sets its timer.
+                    // (`released`), which queues its wait.
                     if op.deadline_ns != NOT_YET {
-                        r.timer_at(op.deadline_ns, token(KIND_EMU_WAIT, index));
+                        let d = op.deadline_ns;
+                        self.emu_waits.push(d, token(KIND_EMU_WAIT, index));
                     }
                     return;
                 }
                 self.finish_op(index, now, r);
             }
-            KIND_EMU_WAIT => self.finish_op(index, r.now_ns(), r),
             KIND_MERGED_IO => self.on_merged_completion(index, c.result, r),
-            KIND_MERGED_WAIT => self.finish_merged(index, r.now_ns(), r),
             KIND_MARK => {
                 if let Err(e) = self.on_mark_sync(index, c.result, r) {
                     self.meta_error.get_or_insert(e);
@@ -156,13 +155,26 @@ impl Volume {
         }
     }
 
+    /// Finishes every operation whose emulated device is done with it at
+    /// `now`, earliest first.
+    pub(super) fn finish_due_waits(&mut self, now: u64, r: &mut dyn Reactor) {
+        while let Some(t) = self.emu_waits.pop_due(now) {
+            let index = (t & ((1 << KIND_SHIFT) - 1)) as usize;
+            match t >> KIND_SHIFT {
+                KIND_EMU_WAIT => self.finish_op(index, now, r),
+                KIND_MERGED_WAIT => self.finish_merged(index, now, r),
+                kind => panic!("a waiting operation of kind {kind}"),
+            }
+        }
+    }
+
     fn finish_op(&mut self, slot: usize, now: u64, r: &mut dyn Reactor) {
         let op = self.ops.remove(slot).expect("device op");
         let bs = self.cfg.block_size as u64;
         let dev = &mut self.devices[op.device as usize];
         let latency_ns = now - op.submitted_ns;
         let released = dev.completed(op.dir, bs, latency_ns);
-        self.released(released, r);
+        self.released(released);
         self.obs
             .device_op(op.device as usize, op.dir, bs, latency_ns);
         self.settle(&op);
@@ -173,8 +185,9 @@ impl Volume {
     }
 
     /// An operation that emulated timing held (a disk array's queue)
-    /// now has its deadline; one whose transfer is done waits for it.
-    pub(super) fn released(&mut self, released: Option<Released>, r: &mut dyn Reactor) {
+    /// now has its deadline; one whose transfer is done waits for it
+    /// (`emu_waits`).
+    pub(super) fn released(&mut self, released: Option<Released>) {
         let Some(Released {
             token: t,
             deadline_ns,
@@ -190,10 +203,11 @@ impl Volume {
                 assert_eq!(op.deadline_ns, NOT_YET, "a released op was held");
                 op.deadline_ns = deadline_ns;
                 if op.transferred {
-                    r.timer_at(deadline_ns, token(KIND_EMU_WAIT, index));
+                    self.emu_waits
+                        .push(deadline_ns, token(KIND_EMU_WAIT, index));
                 }
             }
-            KIND_MERGED_IO => self.release_merged(index, deadline_ns, r),
+            KIND_MERGED_IO => self.release_merged(index, deadline_ns),
             kind => panic!("a held operation of kind {kind}"),
         }
     }

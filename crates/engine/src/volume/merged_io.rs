@@ -168,7 +168,8 @@ impl Volume {
         if m.deadline_ns > now {
             // A held operation waits to be released (`release_merged`).
             if m.deadline_ns != NOT_YET {
-                r.timer_at(m.deadline_ns, token(KIND_MERGED_WAIT, slot));
+                let d = m.deadline_ns;
+                self.emu_waits.push(d, token(KIND_MERGED_WAIT, slot));
             }
             return;
         }
@@ -176,12 +177,13 @@ impl Volume {
     }
 
     /// The held merged operation in `slot` may complete at `deadline_ns`.
-    pub(super) fn release_merged(&mut self, slot: usize, deadline_ns: u64, r: &mut dyn Reactor) {
+    pub(super) fn release_merged(&mut self, slot: usize, deadline_ns: u64) {
         let m = self.merged.get_mut(slot).expect("a held merged op");
         assert_eq!(m.deadline_ns, NOT_YET, "a released op was held");
         m.deadline_ns = deadline_ns;
         if m.transferred {
-            r.timer_at(deadline_ns, token(KIND_MERGED_WAIT, slot));
+            self.emu_waits
+                .push(deadline_ns, token(KIND_MERGED_WAIT, slot));
         }
     }
 
@@ -190,7 +192,7 @@ impl Volume {
         let bytes = m.bytes();
         let latency_ns = now - m.submitted_ns;
         let released = self.devices[m.device as usize].completed(m.dir, bytes, latency_ns);
-        self.released(released, r);
+        self.released(released);
         self.obs
             .device_op(m.device as usize, m.dir, bytes, latency_ns);
         if m.result < 0 || m.result as u64 != bytes {

@@ -30,6 +30,7 @@ mod bufpool;
 mod device_io;
 mod discards;
 mod durable;
+mod emu_waits;
 mod health;
 mod marks;
 mod merged_io;
@@ -144,6 +145,9 @@ pub struct Volume {
     /// Vectored operations over consecutive blocks (`merged_io`); their
     /// blocks' operations are in `ops` too.
     merged: Slab<merged_io::MergedOp>,
+    /// Operations in `ops` or `merged` whose transfer is done, waiting for
+    /// their emulated device's completion time.
+    emu_waits: emu_waits::EmuWaits,
     /// The operations the dispatcher handed out in one pass, performed
     /// together so that consecutive ones merge (kept for its allocation).
     batch: Vec<tiermux_core::Ready>,
@@ -231,6 +235,10 @@ impl Volume {
             && self.marks_idle()
             && self.discards.idle();
         assert!(
+            !idle || self.emu_waits.len() == 0,
+            "operations wait for emulated time with nothing in flight"
+        );
+        assert!(
             !idle || self.pool.held() == 0,
             "{} block buffers held with nothing in flight",
             self.pool.held()
@@ -245,9 +253,14 @@ impl Volume {
         !self.finished.is_empty()
     }
 
-    /// When the loop must call [`Volume::on_time`] next (policy ticks).
+    /// When the loop must call [`Volume::on_time`] next: the policy's
+    /// next tick or the earliest time an emulated device finishes an
+    /// operation.
     pub fn next_deadline_ns(&self) -> Option<u64> {
-        self.next_tick_ns
+        match (self.next_tick_ns, self.emu_waits.next_ns()) {
+            (Some(t), Some(w)) => Some(t.min(w)),
+            (t, w) => t.or(w),
+        }
     }
 
     /// Checks a read's or write's range: `Err(errno)` when it is out of
@@ -560,9 +573,11 @@ impl Volume {
         self.finished.push(idx);
     }
 
-    /// Feeds the policy's controller when a tick is due.
+    /// Finishes the operations whose emulated time is up, and feeds the
+    /// policy's controller when a tick is due.
     pub fn on_time(&mut self, r: &mut dyn Reactor) {
         let now = r.now_ns();
+        self.finish_due_waits(now, r);
         let (Some(due), Some(interval)) = (self.next_tick_ns, self.tick_interval_ns) else {
             return;
         };

@@ -356,6 +356,7 @@ impl Volume {
             meta,
             ops: Slab::new(),
             merged: Slab::new(),
+            emu_waits: Default::default(),
             batch: Vec::new(),
             reqs: Slab::new(),
             blocked: VecDeque::new(),

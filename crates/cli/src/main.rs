@@ -194,7 +194,8 @@ enum Cmd {
         /// Measured seconds per run (replaces the file's).
         #[arg(long)]
         runtime_s: Option<f64>,
-        /// Unmeasured seconds before each run (replaces the file's).
+        /// Unmeasured seconds before each run (replaces the file's, the
+        /// policies' own ramps too).
         #[arg(long)]
         ramp_s: Option<f64>,
         /// Skip the comparison against nbdkit.

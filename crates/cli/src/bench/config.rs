@@ -77,6 +77,25 @@ pub struct BenchPolicy {
     /// allocates new data on the fast device).
     #[serde(default)]
     pub warm: WarmPass,
+    /// This policy's unmeasured run before each measured one, s (the
+    /// bench's `ramp_s` when absent): a tiering policy settles more slowly
+    /// than a cache, since it moves whole segments under a bandwidth cap.
+    #[serde(default)]
+    pub ramp_s: Option<f64>,
+}
+
+impl BenchPolicy {
+    /// The ramp before each of this policy's measured runs, s.
+    pub fn ramp_s(&self, cfg: &BenchConfig) -> f64 {
+        self.ramp_s.unwrap_or(cfg.ramp_s)
+    }
+
+    /// The unmeasured start of this policy's predictions, s: the bench's
+    /// `sim_warmup_s`, or the policy's own ramp when that is longer, so
+    /// that the simulator predicts the state the engine is measured in.
+    pub fn sim_warmup_s(&self, cfg: &BenchConfig) -> f64 {
+        cfg.sim_warmup_s.max(self.ramp_s.unwrap_or(0.0))
+    }
 }
 
 /// The sequential pass over the working set before a policy's runs.
@@ -206,6 +225,13 @@ impl BenchConfig {
         ] {
             if !(v > 0.0 && v.is_finite()) {
                 bail!("{f}: {v} is not a positive duration");
+            }
+        }
+        for p in &self.policy {
+            if let Some(v) = p.ramp_s {
+                if !(v >= 0.0 && v.is_finite()) {
+                    bail!("policy '{}': ramp_s: {v} is not a duration", p.label);
+                }
             }
         }
         if self.sim_warmup_s >= self.sim_duration_s {

@@ -55,6 +55,9 @@ pub fn bench(cfg_text: &str, opts: &BenchOptions) -> Result<Report> {
         cfg.levels = vec![1, cfg.acceptance.high_load_inflight];
         cfg.runtime_s = cfg.runtime_s.min(2.0);
         cfg.ramp_s = cfg.ramp_s.min(2.0);
+        for p in &mut cfg.policy {
+            p.ramp_s = p.ramp_s.map(|r| r.min(2.0));
+        }
         cfg.device_runtime_s = cfg.device_runtime_s.min(1.5);
         if let Some(r) = &mut cfg.reference {
             r.runtime_s = r.runtime_s.min(2.0);
@@ -73,6 +76,9 @@ pub fn bench(cfg_text: &str, opts: &BenchOptions) -> Result<Report> {
     if let Some(r) = opts.ramp_s {
         cfg.ramp_s = r;
         cfg.device_ramp_s = cfg.device_ramp_s.min(r);
+        for p in &mut cfg.policy {
+            p.ramp_s = None;
+        }
     }
     if opts.no_reference {
         cfg.reference = None;
@@ -174,6 +180,29 @@ mod tests {
                 .err()
                 .unwrap_or_else(|| panic!("{to} accepted"));
             assert!(format!("{e:#}").contains(needle), "{to}: {e:#}");
+        }
+    }
+
+    #[test]
+    fn a_policy_may_ramp_for_its_own_time() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../experiments/bench/tiering.toml"
+        ))
+        .unwrap();
+        let cfg = BenchConfig::parse(&text).unwrap();
+        let most = cfg.policy.iter().find(|p| p.label == "MOST").unwrap();
+        let nhc = cfg.policy.iter().find(|p| p.label == "NHC").unwrap();
+        assert_eq!((most.ramp_s(&cfg), nhc.ramp_s(&cfg)), (60.0, 3.0));
+        // Predicted after as long a start, the bench's span measured.
+        assert_eq!(
+            (most.sim_warmup_s(&cfg), nhc.sim_warmup_s(&cfg)),
+            (60.0, 8.0)
+        );
+        for bad in ["-1.0", "inf", "nan"] {
+            let t = text.replacen("ramp_s = 60.0", &format!("ramp_s = {bad}"), 1);
+            let e = BenchConfig::parse(&t).expect_err("a bad ramp refused");
+            assert!(format!("{e:#}").contains("policy 'HeMem': ramp_s"), "{e:#}");
         }
     }
 

@@ -49,6 +49,10 @@ pub(super) fn predict(
         for p in &cfg.policy {
             for &level in &cfg.levels {
                 let mut c = base(w, level);
+                // The measured span stays the bench's; a policy with a
+                // longer ramp is predicted after as long a start.
+                c.warmup_s = p.sim_warmup_s(cfg);
+                c.duration_s = c.warmup_s + (cfg.sim_duration_s - cfg.sim_warmup_s);
                 c.policy = p.name.clone();
                 c.params = p.params.clone();
                 keys.push((w.name.clone(), p.label.clone(), level));

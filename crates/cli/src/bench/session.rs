@@ -77,7 +77,7 @@ impl<'a> Session<'a> {
     fn intro(&mut self) {
         let cfg = self.cfg;
         self.say(format!(
-            "# tiermux bench\n\n{}\n\nFast device `{}` ({} MiB, the cache), slow device `{}` ({} MiB); {}-byte random requests over a {:.1} MiB working set (cache / {}), one NBD connection; {} s measured per level after a {} s ramp.\n",
+            "# tiermux bench\n\n{}\n\nFast device `{}` ({} MiB, the cache), slow device `{}` ({} MiB); {}-byte random requests over a {:.1} MiB working set (cache / {}), one NBD connection; {} s measured per level after a {} s ramp{}.\n",
             cfg.description,
             cfg.fast_profile,
             (cfg.cache_blocks() * cfg.block_size as u64) >> 20,
@@ -87,7 +87,8 @@ impl<'a> Session<'a> {
             cfg.working_set_bytes() as f64 / (1 << 20) as f64,
             cfg.hit_ratio,
             cfg.runtime_s,
-            cfg.ramp_s
+            cfg.ramp_s,
+            own_ramps(cfg)
         ));
     }
 
@@ -245,9 +246,9 @@ impl<'a> Session<'a> {
         fio(&dir, &warm)?;
         let mut rows = Vec::new();
         for &level in &cfg.levels {
-            if cfg.ramp_s > 0.0 {
-                let args =
-                    random_args(&server.uri, w, bs, level, ws, cfg.ramp_s, self.seeds.next());
+            let ramp_s = p.ramp_s(cfg);
+            if ramp_s > 0.0 {
+                let args = random_args(&server.uri, w, bs, level, ws, ramp_s, self.seeds.next());
                 fio(&dir, &args)?;
             }
             let before = server.live();
@@ -427,4 +428,18 @@ pub(super) fn controller_text(l: &LiveStats) -> String {
         }
     }
     parts.join(" ")
+}
+
+/// The policies whose ramp is their own, as " (HeMem 60 s, MOST 60 s)".
+fn own_ramps(cfg: &BenchConfig) -> String {
+    let own: Vec<String> = cfg
+        .policy
+        .iter()
+        .filter_map(|p| p.ramp_s.map(|r| format!("{} {r} s", p.label)))
+        .collect();
+    if own.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", own.join(", "))
+    }
 }

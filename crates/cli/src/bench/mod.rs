@@ -193,11 +193,11 @@ mod tests {
         let cfg = BenchConfig::parse(&text).unwrap();
         let most = cfg.policy.iter().find(|p| p.label == "MOST").unwrap();
         let nhc = cfg.policy.iter().find(|p| p.label == "NHC").unwrap();
-        assert_eq!((most.ramp_s(&cfg), nhc.ramp_s(&cfg)), (60.0, 3.0));
+        assert_eq!((most.ramp_s(&cfg), nhc.ramp_s(&cfg)), (120.0, 3.0));
         // Predicted after as long a start, the bench's span measured.
         assert_eq!(
             (most.sim_warmup_s(&cfg), nhc.sim_warmup_s(&cfg)),
-            (60.0, 8.0)
+            (120.0, 8.0)
         );
         for bad in ["-1.0", "inf", "nan"] {
             let t = text.replacen("ramp_s = 60.0", &format!("ramp_s = {bad}"), 1);

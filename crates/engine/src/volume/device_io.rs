@@ -6,8 +6,8 @@
 use tiermux_core::Op;
 
 use super::{
-    split_tag, token, DevOp, Volume, IN_PLACE, KIND_DEV_IO, KIND_DISCARD, KIND_EMU_WAIT, KIND_MARK,
-    KIND_MERGED_IO, KIND_MERGED_WAIT, KIND_SHIFT,
+    split_tag, split_token, token, DevOp, Volume, IN_PLACE, KIND_DEV_IO, KIND_DISCARD,
+    KIND_EMU_WAIT, KIND_MARK, KIND_MERGED_IO, KIND_MERGED_WAIT,
 };
 use crate::emulate::{Released, NOT_YET};
 use crate::reactor::{Completion, Reactor};
@@ -125,8 +125,7 @@ impl Volume {
 
     /// Handles a completion whose token belongs to the volume.
     pub fn on_completion(&mut self, c: Completion, r: &mut dyn Reactor) {
-        let kind = c.token >> KIND_SHIFT;
-        let index = (c.token & ((1 << KIND_SHIFT) - 1)) as usize;
+        let (kind, index) = split_token(c.token);
         match kind {
             KIND_DEV_IO => {
                 let now = r.now_ns();
@@ -159,8 +158,8 @@ impl Volume {
     /// `now`, earliest first.
     pub(super) fn finish_due_waits(&mut self, now: u64, r: &mut dyn Reactor) {
         while let Some(t) = self.emu_waits.pop_due(now) {
-            let index = (t & ((1 << KIND_SHIFT) - 1)) as usize;
-            match t >> KIND_SHIFT {
+            let (kind, index) = split_token(t);
+            match kind {
                 KIND_EMU_WAIT => self.finish_op(index, now, r),
                 KIND_MERGED_WAIT => self.finish_merged(index, now, r),
                 kind => panic!("a waiting operation of kind {kind}"),
@@ -196,8 +195,8 @@ impl Volume {
             return;
         };
         assert_ne!(deadline_ns, NOT_YET, "a released operation has a deadline");
-        let index = (t & ((1 << KIND_SHIFT) - 1)) as usize;
-        match t >> KIND_SHIFT {
+        let (kind, index) = split_token(t);
+        match kind {
             KIND_DEV_IO => {
                 let op = self.ops.get_mut(index).expect("a held device op");
                 assert_eq!(op.deadline_ns, NOT_YET, "a released op was held");

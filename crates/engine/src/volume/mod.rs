@@ -176,6 +176,11 @@ fn token(kind: u64, index: usize) -> u64 {
     kind << KIND_SHIFT | index as u64
 }
 
+/// The kind and the index a [`token`] was made of.
+fn split_token(t: u64) -> (u64, usize) {
+    (t >> KIND_SHIFT, (t & ((1 << KIND_SHIFT) - 1)) as usize)
+}
+
 impl Volume {
     /// Client-visible size, bytes.
     pub fn size_bytes(&self) -> u64 {
@@ -257,10 +262,10 @@ impl Volume {
     /// next tick or the earliest time an emulated device finishes an
     /// operation.
     pub fn next_deadline_ns(&self) -> Option<u64> {
-        match (self.next_tick_ns, self.emu_waits.next_ns()) {
-            (Some(t), Some(w)) => Some(t.min(w)),
-            (t, w) => t.or(w),
-        }
+        [self.next_tick_ns, self.emu_waits.next_ns()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Checks a read's or write's range: `Err(errno)` when it is out of

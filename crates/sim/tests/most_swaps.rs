@@ -8,7 +8,8 @@
 //! after a low-load phase, whose swaps leave the capacity device looking
 //! slower than the performance device. A swap that needs the promoted
 //! segment to be four times as hot (`swap_min_ratio = 4`) stops the churn
-//! at its source, for HeMem and for MOST.
+//! at its source, for HeMem and for MOST. Colloid++ swaps through the same
+//! rule: at 1 it churns too, at 4 it uses both devices.
 
 use std::path::Path;
 
@@ -55,7 +56,7 @@ fn hemem_churns_unless_a_swap_needs_a_clearly_hotter_segment_and_most_follows() 
         let migrated: u64 = r.devices.iter().map(|d| d.migrated_bytes).sum();
         let run = format!("{label}, swap ratio {ratio}");
         if ratio == "1.0" && !no_swaps_from_load {
-            // HeMem, MOST as it runs by default, and MOST either way after
+            // HeMem, Colloid++, MOST as it runs by default, and MOST either way after
             // a low-load phase in which HeMem's quantum swapped freely:
             // segments keep moving both ways, the migration keeps the
             // capacity device slower than the performance one (so the
@@ -63,6 +64,15 @@ fn hemem_churns_unless_a_swap_needs_a_clearly_hotter_segment_and_most_follows() 
             // its limit.
             assert!(migrated > 0, "{run}: no migration");
             assert!(share < 0.5, "{run}: {share:.2} of the limit");
+        } else if label == "colloid++" {
+            // Without the churn Colloid++ moves load to the capacity
+            // device and serves more than the fast device can alone.
+            assert!(
+                r.throughput_ops_per_s >= 1.2 * devices[0],
+                "{run}: {:.0} against the fast device's {:.0}",
+                r.throughput_ops_per_s,
+                devices[0]
+            );
         } else if label == "hemem" {
             // Without the churn HeMem serves what the fast device can.
             assert!(

@@ -20,7 +20,11 @@
 //! ones when the performance device is full, under the migration cap.
 //! While the latencies are equal within θ nothing moves. A device not
 //! measured yet counts as idle (latency 0) once the other is measured;
-//! before either is, hot data is promoted as HeMem does.
+//! before either is, hot data is promoted as HeMem does. A performance
+//! device that completes nothing for a second is drained (`DRAINED_NS`):
+//! its smoothed signals are forgotten, and while it stays idle its latency
+//! is its unloaded read latency, the lowest interval mean read latency it
+//! has shown. An idle capacity device keeps its last latency (below).
 
 use super::hemem::serve;
 use super::tiered::{tiered_policy_methods, Tiered};
@@ -52,6 +56,25 @@ pub const REGISTERED_PLUS_PLUS: Registered = Registered {
     summary: "colloid+ with theta 0.2 and EWMA weight 0.01",
     build: |p, v, s| build("colloid++", p, v, s),
 };
+
+/// How long the performance device completes nothing before Colloid takes
+/// its latency to be its unloaded one. Colloid's monitor (`colloid-mon.c`)
+/// smooths integer counters of occupancy and arrivals, weight 1/16 every
+/// 10 ms, and a tier whose smoothed arrivals are zero has its unloaded read
+/// latency (`MIN_LOCAL_LAT`, `MIN_REMOTE_LAT`: it counts reads, `DRd`); an
+/// idle tier's counters fall to zero within about a second. A
+/// floating-point average never reaches zero: without this, a device that
+/// demotions have emptied keeps the latency it had under load for good,
+/// and nothing is promoted back to it.
+///
+/// tiermux knows a device's unloaded read latency only as the lowest
+/// interval mean read latency it has shown, and does this for the
+/// performance device only: the capacity device's reads are often segment
+/// moves (1 MiB requests), so its lowest mean can be far above a 4 KiB
+/// read's, and with it Colloid++ stopped offloading in MOST Figure 5's
+/// write-only bursts (docs/performance.md). An idle capacity device keeps
+/// the latency it last had, as before.
+const DRAINED_NS: u64 = 1_000_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Shift {
@@ -100,6 +123,7 @@ fn build(
     Ok(Box::new(Colloid {
         name,
         latency,
+        perf_idle_ns: 0,
         theta,
         writes: name != "colloid",
         shift,
@@ -112,6 +136,8 @@ pub struct Colloid {
     name: &'static str,
     t: Tiered,
     latency: LatencySignals,
+    /// How long the performance device has completed nothing, ns.
+    perf_idle_ns: u64,
     theta: f64,
     /// Whether latency counts writes (Little's law over all operations).
     writes: bool,
@@ -119,8 +145,10 @@ pub struct Colloid {
 }
 
 impl Colloid {
-    fn latency_ns(&self, d: &DeviceLatency) -> Option<f64> {
-        if self.writes {
+    fn latency_ns(&self, d: &DeviceLatency, drained: bool) -> Option<f64> {
+        if drained {
+            d.lowest_read_ns
+        } else if self.writes {
             d.little_ns()
         } else {
             d.read_ns.get()
@@ -144,6 +172,30 @@ impl Colloid {
                 *step
             }
         }
+    }
+
+    /// Counts the performance device's idle time and forgets its smoothed
+    /// signals once it has been idle for `DRAINED_NS`.
+    fn drain(&mut self, obs: &Observation) {
+        let p = self.t.tiers.perf() as usize;
+        self.perf_idle_ns = match obs.devices[p].ops() {
+            0 => self.perf_idle_ns.saturating_add(obs.interval_ns),
+            _ => 0,
+        };
+        if self.perf_drained() {
+            self.latency.forget(p);
+        }
+    }
+
+    fn perf_drained(&self) -> bool {
+        self.perf_idle_ns >= DRAINED_NS
+    }
+
+    /// Device `d`'s latency, ns: the performance device's unloaded read
+    /// latency once it is drained.
+    fn device_latency_ns(&self, d: usize) -> Option<f64> {
+        let drained = d == self.t.tiers.perf() as usize && self.perf_drained();
+        self.latency_ns(self.latency.device(d), drained)
     }
 }
 
@@ -173,12 +225,13 @@ impl Policy for Colloid {
         self.t.now_ns = obs.now_ns;
         self.latency.observe(obs);
         let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
+        self.drain(obs);
         let (perf, cap) = (*self.latency.device(p), *self.latency.device(h));
         let now = obs.now_ns;
         // A device not measured yet while the other is counts as idle
         // (latency 0), as in MOST: load then moves toward it, which
         // measures it.
-        let measured = match (self.latency_ns(&perf), self.latency_ns(&cap)) {
+        let measured = match (self.device_latency_ns(p), self.device_latency_ns(h)) {
             (None, None) => (None, None),
             (lp, lc) => (Some(lp.unwrap_or(0.0)), Some(lc.unwrap_or(0.0))),
         };
@@ -205,7 +258,7 @@ impl Policy for Colloid {
     }
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
-        let us = |d: usize| self.latency_ns(self.latency.device(d)).unwrap_or(0.0) / 1e3;
+        let us = |d: usize| self.device_latency_ns(d).unwrap_or(0.0) / 1e3;
         let mut v = vec![("latency_perf_us", us(p)), ("latency_cap_us", us(h))];
         v.extend(self.t.state());
         v

@@ -189,6 +189,17 @@ impl LatencySignals {
         }
     }
 
+    /// Forgets device `d`'s smoothed signals (its lowest means stay): the
+    /// next interval in which it completes operations starts them afresh.
+    pub fn forget(&mut self, d: usize) {
+        let s = &mut self.devices[d];
+        *s = DeviceLatency {
+            lowest_all_ns: s.lowest_all_ns,
+            lowest_read_ns: s.lowest_read_ns,
+            ..DeviceLatency::default()
+        };
+    }
+
     /// The signals of device `d`.
     pub fn device(&self, d: usize) -> &DeviceLatency {
         &self.devices[d]

@@ -1,0 +1,143 @@
+//! Colloid on a device that demotions have emptied. While the performance
+//! device looks slower, Colloid moves its hot segments off it, until it
+//! serves nothing. An idle device reports no latency, so a smoothed
+//! latency measured under load would stay for good and nothing would come
+//! back. Colloid's own monitor smooths integer counters, which drain to
+//! zero within about a second of idleness, and a tier with no smoothed
+//! arrivals has its unloaded latency; hot data is then promoted again.
+//! tiermux forgets an idle device's signals after a second (`DRAINED_NS`)
+//! and takes the lowest interval mean it has shown as its latency.
+
+use tiermux_core::observe::DeviceObservation;
+use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
+use tiermux_core::{build_policy, Access, Dispatcher, Observation, Op, ParamValue, Params};
+
+const SEGMENT_BLOCKS: u64 = 4;
+const SLOTS: u64 = 4;
+const QUANTUM_NS: u64 = 200_000_000;
+
+fn volume() -> VolumeSpec {
+    let dev = |name: &str, capacity_blocks, role| DeviceSpec {
+        name: name.into(),
+        capacity_blocks,
+        role,
+    };
+    VolumeSpec {
+        num_blocks: 64,
+        block_size: 4096,
+        devices: vec![
+            dev("fast", SLOTS * SEGMENT_BLOCKS, DeviceRole::Tier),
+            dev("slow", 64, DeviceRole::Home),
+        ],
+    }
+}
+
+/// Completes every operation handed out and drops the acknowledgements.
+fn settle(d: &mut Dispatcher) {
+    loop {
+        if let Some(r) = d.pop_ready() {
+            d.complete(r.flight, r.index, 0);
+        } else if d.pop_acked().is_none() {
+            break;
+        }
+    }
+}
+
+/// A device's quantum: `ops` reads of `latency_us` each, with as many in
+/// flight at its end as Little's law gives (`None`: it completed nothing).
+fn device(load: Option<(u64, u64)>) -> DeviceObservation {
+    let Some((ops, latency_us)) = load else {
+        return DeviceObservation::default();
+    };
+    let sum_ns = ops * latency_us * 1000;
+    DeviceObservation {
+        read_ops: ops,
+        read_latency_sum_ns: sum_ns,
+        latency_sum_ns: sum_ns,
+        inflight_reads: (sum_ns / QUANTUM_NS) as u32,
+        ..Default::default()
+    }
+}
+
+fn quantum(q: u64, perf: Option<(u64, u64)>, cap: Option<(u64, u64)>) -> Observation {
+    Observation {
+        now_ns: q * QUANTUM_NS,
+        interval_ns: QUANTUM_NS,
+        devices: vec![device(perf), device(cap)],
+        ..Observation::default()
+    }
+}
+
+/// Reads every block of the first `SLOTS` segments `times` times.
+fn read_hot(d: &mut Dispatcher, tag: &mut u64, times: u32) {
+    for _ in 0..times {
+        for block in 0..SLOTS * SEGMENT_BLOCKS {
+            *tag += 1;
+            d.submit(*tag, Access::one(block, Op::Read));
+        }
+        settle(d);
+    }
+}
+
+fn get(d: &Dispatcher, name: &str) -> f64 {
+    let state = d.policy().controller_state();
+    state.iter().find(|(k, _)| *k == name).unwrap().1
+}
+
+/// Colloid empties a slow-looking performance device, and once that
+/// device has been idle for a second promotes the hot segments back.
+fn empties_then_refills(policy: &str) {
+    let mut params = Params::new();
+    params.set("segment_blocks", ParamValue::Int(SEGMENT_BLOCKS as i64));
+    let mut d = Dispatcher::new(build_policy(policy, &params, &volume(), 1).unwrap(), 1);
+    for block in 0..SLOTS * SEGMENT_BLOCKS {
+        assert!(d.warm(block));
+    }
+    let mut tag = 0;
+    // Lightly loaded: the performance device at 20 µs, the capacity
+    // device at 100 µs; nothing moves.
+    let mut q = 1;
+    read_hot(&mut d, &mut tag, 3);
+    d.tick(&quantum(q, Some((100, 20)), Some((100, 100))));
+    settle(&mut d);
+    assert_eq!(get(&d, "demoted_bytes"), 0.0, "{policy}");
+    // Loaded: the performance device at 2 ms, the capacity device at 50 µs.
+    while get(&d, "perf_segments") > 0.0 {
+        q += 1;
+        assert!(q <= 20, "{policy}: the performance device never emptied");
+        read_hot(&mut d, &mut tag, 3);
+        d.tick(&quantum(q, Some((10_000, 2_000)), Some((10_000, 50))));
+        settle(&mut d);
+    }
+    let demoted = get(&d, "demoted_bytes");
+    assert_eq!(demoted, (SLOTS * SEGMENT_BLOCKS * 4096) as f64, "{policy}");
+    // The performance device now serves nothing. For four quanta (0.8 s)
+    // it keeps its latency and nothing moves; the fifth drains it, and its
+    // latency is the 20 µs it showed unloaded.
+    for idle in 1..=6 {
+        q += 1;
+        read_hot(&mut d, &mut tag, 3);
+        d.tick(&quantum(q, None, Some((10_000, 50))));
+        settle(&mut d);
+        let promoted = get(&d, "promoted_bytes");
+        if idle < 5 {
+            assert_eq!(promoted, 0.0, "{policy}: promoted after {idle} idle quanta");
+            // Still above the capacity device's 50 µs (by more than θ).
+            assert!(get(&d, "latency_perf_us") >= 100.0, "{policy}");
+        } else {
+            assert!(
+                promoted > 0.0,
+                "{policy}: nothing promoted after {idle} idle quanta"
+            );
+            assert_eq!(get(&d, "latency_perf_us"), 20.0, "{policy}");
+        }
+    }
+    assert_eq!(get(&d, "demoted_bytes"), demoted, "{policy}: demoted again");
+}
+
+#[test]
+fn an_emptied_performance_device_is_refilled_after_a_second_idle() {
+    for policy in ["colloid", "colloid+", "colloid++"] {
+        empties_then_refills(policy);
+    }
+}

@@ -5,43 +5,17 @@
 //! back. Colloid's own monitor smooths integer counters, which drain to
 //! zero within about a second of idleness, and a tier with no smoothed
 //! arrivals has its unloaded latency; hot data is then promoted again.
-//! tiermux forgets an idle device's signals after a second (`DRAINED_NS`)
-//! and takes the lowest interval mean it has shown as its latency.
+//! tiermux forgets an idle performance device's signals after a second
+//! (`DRAINED_NS`) and takes the lowest interval mean read latency it has
+//! shown as its latency.
 
 use tiermux_core::observe::DeviceObservation;
-use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
 use tiermux_core::{build_policy, Access, Dispatcher, Observation, Op, ParamValue, Params};
 
-const SEGMENT_BLOCKS: u64 = 4;
-const SLOTS: u64 = 4;
+mod common;
+use common::{settle, volume, SEGMENT_BLOCKS, SLOTS};
+
 const QUANTUM_NS: u64 = 200_000_000;
-
-fn volume() -> VolumeSpec {
-    let dev = |name: &str, capacity_blocks, role| DeviceSpec {
-        name: name.into(),
-        capacity_blocks,
-        role,
-    };
-    VolumeSpec {
-        num_blocks: 64,
-        block_size: 4096,
-        devices: vec![
-            dev("fast", SLOTS * SEGMENT_BLOCKS, DeviceRole::Tier),
-            dev("slow", 64, DeviceRole::Home),
-        ],
-    }
-}
-
-/// Completes every operation handed out and drops the acknowledgements.
-fn settle(d: &mut Dispatcher) {
-    loop {
-        if let Some(r) = d.pop_ready() {
-            d.complete(r.flight, r.index, 0);
-        } else if d.pop_acked().is_none() {
-            break;
-        }
-    }
-}
 
 /// A device's quantum: `ops` reads of `latency_us` each, with as many in
 /// flight at its end as Little's law gives (`None`: it completed nothing).

@@ -4,38 +4,10 @@
 //! which moves down to make room (the tiering MOST builds on).
 
 use tiermux_core::observe::DeviceObservation;
-use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
 use tiermux_core::{build_policy, Access, Dispatcher, Observation, Op, ParamValue, Params};
 
-const SEGMENT_BLOCKS: u64 = 4;
-const SLOTS: u64 = 4;
-
-fn volume() -> VolumeSpec {
-    let dev = |name: &str, capacity_blocks, role| DeviceSpec {
-        name: name.into(),
-        capacity_blocks,
-        role,
-    };
-    VolumeSpec {
-        num_blocks: 64,
-        block_size: 4096,
-        devices: vec![
-            dev("fast", SLOTS * SEGMENT_BLOCKS, DeviceRole::Tier),
-            dev("slow", 64, DeviceRole::Home),
-        ],
-    }
-}
-
-/// Completes every operation handed out and drops the acknowledgements.
-fn settle(d: &mut Dispatcher) {
-    loop {
-        if let Some(r) = d.pop_ready() {
-            d.complete(r.flight, r.index, 0);
-        } else if d.pop_acked().is_none() {
-            break;
-        }
-    }
-}
+mod common;
+use common::{settle, volume, SEGMENT_BLOCKS, SLOTS};
 
 /// One quantum in which the devices' mean latencies were `perf_us` and
 /// `cap_us`.

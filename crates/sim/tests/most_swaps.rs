@@ -56,8 +56,9 @@ fn hemem_churns_unless_a_swap_needs_a_clearly_hotter_segment_and_most_follows() 
         let migrated: u64 = r.devices.iter().map(|d| d.migrated_bytes).sum();
         let run = format!("{label}, swap ratio {ratio}");
         if ratio == "1.0" && !no_swaps_from_load {
-            // HeMem, Colloid++, MOST as it runs by default, and MOST either way after
-            // a low-load phase in which HeMem's quantum swapped freely:
+            // HeMem, Colloid++, MOST as it runs by default, and MOST
+            // either way after a low-load phase in which HeMem's quantum
+            // swapped freely:
             // segments keep moving both ways, the migration keeps the
             // capacity device slower than the performance one (so the
             // offload ratio stays 0), and the pair serves well under half

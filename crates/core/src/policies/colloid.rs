@@ -123,7 +123,6 @@ fn build(
     Ok(Box::new(Colloid {
         name,
         latency,
-        perf_idle_ns: 0,
         theta,
         writes: name != "colloid",
         shift,
@@ -136,8 +135,6 @@ pub struct Colloid {
     name: &'static str,
     t: Tiered,
     latency: LatencySignals,
-    /// How long the performance device has completed nothing, ns.
-    perf_idle_ns: u64,
     theta: f64,
     /// Whether latency counts writes (Little's law over all operations).
     writes: bool,
@@ -174,21 +171,10 @@ impl Colloid {
         }
     }
 
-    /// Counts the performance device's idle time and forgets its smoothed
-    /// signals once it has been idle for `DRAINED_NS`.
-    fn drain(&mut self, obs: &Observation) {
-        let p = self.t.tiers.perf() as usize;
-        self.perf_idle_ns = match obs.devices[p].ops() {
-            0 => self.perf_idle_ns.saturating_add(obs.interval_ns),
-            _ => 0,
-        };
-        if self.perf_drained() {
-            self.latency.forget(p);
-        }
-    }
-
+    /// Whether the performance device has completed nothing for
+    /// `DRAINED_NS`.
     fn perf_drained(&self) -> bool {
-        self.perf_idle_ns >= DRAINED_NS
+        self.latency.device(self.t.tiers.perf() as usize).idle_ns >= DRAINED_NS
     }
 
     /// Device `d`'s latency, ns: the performance device's unloaded read
@@ -225,7 +211,9 @@ impl Policy for Colloid {
         self.t.now_ns = obs.now_ns;
         self.latency.observe(obs);
         let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
-        self.drain(obs);
+        if self.perf_drained() {
+            self.latency.forget(p);
+        }
         let (perf, cap) = (*self.latency.device(p), *self.latency.device(h));
         let now = obs.now_ns;
         // A device not measured yet while the other is counts as idle

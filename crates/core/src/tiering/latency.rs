@@ -96,6 +96,8 @@ pub struct DeviceLatency {
     pub lowest_all_ns: Option<f64>,
     /// The lowest interval mean read latency, ns.
     pub lowest_read_ns: Option<f64>,
+    /// How long the device has completed nothing, ns (whole intervals).
+    pub idle_ns: u64,
 }
 
 impl DeviceLatency {
@@ -115,6 +117,10 @@ impl DeviceLatency {
             self.write_ns
                 .update(write_latency_sum_ns as f64 / d.write_ops as f64, alpha);
         }
+        self.idle_ns = match d.ops() {
+            0 => self.idle_ns.saturating_add(interval_ns),
+            _ => 0,
+        };
         if d.ops() > 0 {
             let mean = d.latency_sum_ns as f64 / d.ops() as f64;
             self.all_ns.update(mean, alpha);
@@ -189,13 +195,15 @@ impl LatencySignals {
         }
     }
 
-    /// Forgets device `d`'s smoothed signals (its lowest means stay): the
-    /// next interval in which it completes operations starts them afresh.
+    /// Forgets device `d`'s smoothed signals (its lowest means and idle
+    /// time stay): the next interval in which it completes operations
+    /// starts them afresh.
     pub fn forget(&mut self, d: usize) {
         let s = &mut self.devices[d];
         *s = DeviceLatency {
             lowest_all_ns: s.lowest_all_ns,
             lowest_read_ns: s.lowest_read_ns,
+            idle_ns: s.idle_ns,
             ..DeviceLatency::default()
         };
     }
@@ -252,6 +260,13 @@ mod tests {
         assert_eq!(s.device(1).little_ns(), None, "nothing arrived");
         s.observe(&obs(&[(0, 0, 0, 0), (0, 0, 0, 0)]));
         assert_eq!(s.device(0).read_ns.get(), Some(100.0));
+        // Idle time counts whole idle intervals and restarts with work.
+        assert_eq!(s.device(0).idle_ns, 1_000_000);
+        assert_eq!(s.device(1).idle_ns, 2_000_000);
+        s.forget(1);
+        assert_eq!(s.device(1).idle_ns, 2_000_000, "kept by forget");
+        s.observe(&obs(&[(1, 100, 0, 0), (0, 0, 0, 0)]));
+        assert_eq!(s.device(0).idle_ns, 0);
     }
 
     /// With `Unloaded`, idle intervals bring a latency measured under load

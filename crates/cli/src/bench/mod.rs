@@ -223,7 +223,7 @@ mod tests {
     #[test]
     fn controller_text_shows_controls_and_dirty_share() {
         let mut l = LiveStats::default();
-        assert_eq!(controller_text(&l), "");
+        assert_eq!(controller_text(&l, &l), "");
         l.controller = vec![
             ("data_admit".into(), 0.0),
             ("load_admit".into(), 0.494),
@@ -231,7 +231,7 @@ mod tests {
             ("dirty_blocks".into(), 25.0),
         ];
         assert_eq!(
-            controller_text(&l),
+            controller_text(&l, &l),
             "data_admit=0.00 load_admit=0.49 dirty=12%"
         );
         l.controller = vec![
@@ -241,9 +241,33 @@ mod tests {
             ("latency_cap_us".into(), 700.2),
         ];
         assert_eq!(
-            controller_text(&l),
+            controller_text(&l, &l),
             "offload=0.40 mirrored=52 latency=851/700us"
         );
+    }
+
+    #[test]
+    fn controller_text_shows_what_moved_during_the_run() {
+        let mib = (1u64 << 20) as f64;
+        let counters = |up: f64, down: f64, mirror: f64| LiveStats {
+            controller: vec![
+                ("promoted_bytes".into(), up * mib),
+                ("demoted_bytes".into(), down * mib),
+                ("mirror_bytes".into(), mirror * mib),
+            ],
+            ..LiveStats::default()
+        };
+        let start = counters(100.0, 40.0, 6.0);
+        assert_eq!(
+            controller_text(&start, &counters(112.0, 43.0, 6.0)),
+            "moved=12/3MiB"
+        );
+        assert_eq!(
+            controller_text(&start, &counters(100.0, 40.0, 10.0)),
+            "moved=0/0MiB mirror_copied=4MiB"
+        );
+        // A policy that reports no moves shows none.
+        assert_eq!(controller_text(&LiveStats::default(), &start), "");
     }
 
     #[test]

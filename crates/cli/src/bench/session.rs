@@ -277,7 +277,7 @@ impl<'a> Session<'a> {
                 read_p99_us: f.read_p99_us,
                 hit_ratio: hit,
                 slow_read_share: share,
-                controller: controller_text(&after),
+                controller: controller_text(&before, &after),
                 sim_ops_per_s: sim.map(|s| s.0),
                 sim_mean_us: sim.map(|s| s.1),
             });
@@ -406,9 +406,16 @@ pub(super) fn deltas(a: &LiveStats, b: &LiveStats) -> (Option<f64>, Option<f64>)
 /// load_admit=0.49 dirty=12%" (dirty cached blocks can only be read from the
 /// cache, which limits what NHC can offload); MOST's offload ratio, its
 /// mirrored segments and the two latencies it balances, as "offload=0.40
-/// mirrored=52 latency=851/700us".
-pub(super) fn controller_text(l: &LiveStats) -> String {
+/// mirrored=52 latency=851/700us"; all read at the end of a measured run
+/// (`l`). What a tiering policy moved during the run (since `start`, the
+/// snapshot at its beginning), MiB promoted and demoted and, when any,
+/// copied into the mirrored class: "moved=12/3MiB mirror_copied=4MiB".
+pub(super) fn controller_text(start: &LiveStats, l: &LiveStats) -> String {
     let get = |name: &str| l.controller.iter().find(|(k, _)| k == name).map(|x| x.1);
+    let moved_mib = |name: &str| {
+        let before = start.controller.iter().find(|(k, _)| k == name)?.1;
+        Some((get(name)? - before) / (1u64 << 20) as f64)
+    };
     let mut parts: Vec<String> = ["data_admit", "load_admit"]
         .iter()
         .filter_map(|k| get(k).map(|v| format!("{k}={v:.2}")))
@@ -421,6 +428,12 @@ pub(super) fn controller_text(l: &LiveStats) -> String {
     }
     if let (Some(p), Some(c)) = (get("latency_perf_us"), get("latency_cap_us")) {
         parts.push(format!("latency={p:.0}/{c:.0}us"));
+    }
+    if let (Some(up), Some(down)) = (moved_mib("promoted_bytes"), moved_mib("demoted_bytes")) {
+        parts.push(format!("moved={up:.0}/{down:.0}MiB"));
+    }
+    if let Some(m) = moved_mib("mirror_bytes").filter(|&m| m > 0.0) {
+        parts.push(format!("mirror_copied={m:.0}MiB"));
     }
     if let (Some(dirty), Some(cached)) = (get("dirty_blocks"), get("cached_blocks")) {
         if cached > 0.0 {

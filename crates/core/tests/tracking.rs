@@ -558,6 +558,7 @@ fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
         | "max_miss_ratio"
         | "max_miss_drift"
         | "offload_ratio_max"
+        | "offload_clean_ratio"
         | "mirror_max_fraction"
         | "reclaim_free_fraction" => fraction(rng),
         "theta" => ParamValue::Float(rng.below(5) as f64 / 10.0),

@@ -184,6 +184,9 @@ pub struct CacheCore {
     /// A flush failed: no more are queued until the next write or tick, so
     /// a failing device is not retried in a tight loop.
     flush_paused: bool,
+    /// The dirty share the scheduler asks the flusher to hold now, below
+    /// the watermarks (see [`Scheduler::dirty_target_ratio`]).
+    dirty_target: Option<f64>,
 }
 
 /// How often a cache that drains dirty blocks wants a tick when its
@@ -219,7 +222,20 @@ impl CacheCore {
             scan: Vec::new(),
             in_service: true,
             flush_paused: false,
+            dirty_target: None,
         }
+    }
+
+    /// Sets the dirty share the scheduler wants the flusher to hold, when
+    /// it is below the watermarks (None: the watermarks alone).
+    pub fn set_dirty_target(&mut self, ratio: Option<f64>) {
+        if let Some(r) = ratio {
+            assert!(
+                (0.0..=1.0).contains(&r),
+                "a dirty share is in [0, 1], got {r}"
+            );
+        }
+        self.dirty_target = ratio;
     }
 
     /// Applies changed settings on a running volume. The slot count and
@@ -591,9 +607,13 @@ impl CacheCore {
             return;
         }
         let cap = self.cfg.capacity_blocks as f64;
-        if self.dirty_blocks as f64 > self.cfg.dirty_high_ratio * cap {
+        let (mut high, mut low) = (self.cfg.dirty_high_ratio, self.cfg.dirty_low_ratio);
+        if let Some(target) = self.dirty_target {
+            (high, low) = (high.min(target), low.min(target));
+        }
+        if self.dirty_blocks as f64 > high * cap {
             self.flushing = true;
-        } else if self.dirty_blocks as f64 <= self.cfg.dirty_low_ratio * cap {
+        } else if self.dirty_blocks as f64 <= low * cap {
             self.flushing = false;
         }
         // Refill the flush queue in batches: scan only once it has drained
@@ -786,6 +806,13 @@ pub trait Scheduler: Send {
     fn on_tick(&mut self, obs: &Observation, pair: CachePair) {
         let _ = (obs, pair);
     }
+    /// The share of the cache that dirty blocks should be flushed down to
+    /// now, when the scheduler wants fewer than the flusher's watermarks
+    /// keep (a dirty block's reads can only be served by the cache); None:
+    /// the watermarks alone. Asked after every tick.
+    fn dirty_target_ratio(&self) -> Option<f64> {
+        None
+    }
     /// Controller variables for time series.
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
         let _ = out;
@@ -872,6 +899,7 @@ impl<S: Scheduler> Policy for CachePolicy<S> {
     }
     fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
         self.sched.on_tick(obs, self.core.pair);
+        self.core.set_dirty_target(self.sched.dirty_target_ratio());
         self.core.resume_flushing();
         self.core
             .schedule_flushes(ctx.map, ctx.locks, ctx.jobs, false);

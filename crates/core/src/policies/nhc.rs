@@ -30,6 +30,13 @@
 //! tune on a handful of requests), `noise_aware` widens the stability test
 //! to three standard errors of the sampled hit ratio, and `rounds_at_one`
 //! allows that many more rounds at 1.0 before returning to State 1.
+//!
+//! In write-back, a dirty block's reads can only be served by the cache,
+//! and a cache that no longer admits misses evicts nothing, so dirty blocks
+//! pile up to the flusher's high watermark and NHC has fewer and fewer hits
+//! to send away. `offload_clean_ratio` (off by default, as the paper) makes
+//! the flusher hold dirty data at that share of the cache while NHC sends
+//! some clean hits to the capacity device (`docs/experiments.md`).
 
 use super::cache::{CachePair, CachePolicy, Scheduler};
 use super::{param_err, Registered};
@@ -73,6 +80,7 @@ pub const NHC_LIVE_PARAMS: &[&str] = &[
     "rounds_at_one",
     "always_admit",
     "target",
+    "offload_clean_ratio",
 ];
 
 /// The tunable settings of the scheduler.
@@ -102,6 +110,10 @@ pub struct NhcConfig {
     pub always_admit: bool,
     /// The metric to optimize.
     pub target: Target,
+    /// While tuning with some clean hits sent to the capacity device, flush
+    /// dirty blocks down to this share of the cache (1: only the flusher's
+    /// watermarks, as the paper).
+    pub offload_clean_ratio: f64,
 }
 
 impl NhcConfig {
@@ -143,6 +155,7 @@ impl NhcConfig {
             rounds_at_one: p.u64_in("rounds_at_one", 0, 0, 1000).map_err(&e)? as u32,
             always_admit: p.bool("always_admit", false).map_err(&e)?,
             target,
+            offload_clean_ratio: p.f64_in("offload_clean_ratio", 1.0, 0.0, 1.0).map_err(&e)?,
         })
     }
 }
@@ -424,6 +437,10 @@ impl Scheduler for Nhc {
             self.enter_state1();
         }
         Ok(())
+    }
+    fn dirty_target_ratio(&self) -> Option<f64> {
+        let offloading = self.tuning && self.center < 1.0;
+        (offloading && self.cfg.offload_clean_ratio < 1.0).then_some(self.cfg.offload_clean_ratio)
     }
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
         out.extend([

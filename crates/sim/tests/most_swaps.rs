@@ -11,42 +11,17 @@
 //! at its source, for HeMem and for MOST. Colloid++ swaps through the same
 //! rule: at 1 it churns too, at 4 it uses both devices.
 
-use std::path::Path;
-
-use tiermux_core::Op;
-use tiermux_device::calibrate::closed_loop_throughput;
-use tiermux_device::lookup_profile;
-use tiermux_sim::experiment::Experiment;
-
 mod common;
-use common::{get, run_file};
+use common::{device_ops_per_s, get, run_file};
 
 const FILE: &str = "most-swaps-under-load.toml";
 
-/// Each device's closed-loop 4 KiB read throughput at 32 in flight,
-/// requests per second, fastest first: their sum is the most any placement
-/// can serve, the first what HeMem can (it serves hot data only there).
-fn device_ops_per_s() -> Vec<f64> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../experiments")
-        .join(FILE);
-    let exp = Experiment::load(&path).unwrap();
-    let cfg = &exp.runs[0].1;
-    cfg.devices
-        .iter()
-        .map(|name| {
-            let model = lookup_profile(name, &cfg.profiles)
-                .unwrap()
-                .model()
-                .unwrap();
-            closed_loop_throughput(&model, Op::Read, 4096, 32)
-        })
-        .collect()
-}
-
 #[test]
 fn hemem_churns_unless_a_swap_needs_a_clearly_hotter_segment_and_most_follows() {
-    let devices = device_ops_per_s();
+    // Each device's closed-loop read throughput at 32 in flight, fastest
+    // first: their sum is the most any placement can serve, the first what
+    // HeMem can (it serves hot data only there).
+    let devices = device_ops_per_s(FILE, 1.0, 32);
     let limit: f64 = devices.iter().sum();
     for (k, r) in run_file(FILE, &|_| true) {
         let (label, ratio) = (get(&k, "label"), get(&k, "params.swap_min_ratio"));

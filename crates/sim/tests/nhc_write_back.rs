@@ -7,44 +7,13 @@
 //! limit. With `offload_clean_ratio` the flusher holds dirty data at that
 //! share of the cache while NHC offloads, and NHC keeps its gain.
 
-use std::path::Path;
-
-use tiermux_core::Op;
-use tiermux_device::calibrate::closed_loop_throughput;
-use tiermux_device::lookup_profile;
-use tiermux_sim::experiment::Experiment;
 use tiermux_sim::RunResult;
 
 mod common;
-use common::{get, run_file};
+use common::{device_ops_per_s, get, run_file};
 
 const FILE: &str = "nhc-write-back-steady.toml";
 const CACHE_BLOCKS: f64 = 65536.0;
-
-/// The pair's limit for this workload, requests per second: each device's
-/// closed-loop 4 KiB throughput at 32 in flight, reads and writes mixed in
-/// the workload's proportion (time per request adds up), summed; as
-/// `tiermux bench` computes its simulated limit.
-fn limit_ops_per_s() -> f64 {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../experiments")
-        .join(FILE);
-    let exp = Experiment::load(&path).unwrap();
-    let cfg = &exp.runs[0].1;
-    let reads = 1.0 - cfg.workload.write_ratio;
-    cfg.devices
-        .iter()
-        .map(|name| {
-            let m = lookup_profile(name, &cfg.profiles)
-                .unwrap()
-                .model()
-                .unwrap();
-            let r = closed_loop_throughput(&m, Op::Read, 4096, 32);
-            let w = closed_loop_throughput(&m, Op::Write, 4096, 32);
-            1.0 / (reads / r + (1.0 - reads) / w)
-        })
-        .sum()
-}
 
 /// The dirty blocks of a run's last time-series sample.
 fn final_dirty_blocks(r: &RunResult) -> f64 {
@@ -58,7 +27,9 @@ fn final_dirty_blocks(r: &RunResult) -> f64 {
 
 #[test]
 fn nhc_keeps_its_gain_in_write_back_when_it_cleans_while_offloading() {
-    let limit = limit_ops_per_s();
+    // The pair's limit for 95 % reads at 32 in flight, as `tiermux bench`
+    // computes its simulated one.
+    let limit: f64 = device_ops_per_s(FILE, 0.95, 32).iter().sum();
     let runs = run_file(FILE, &|_| true);
     assert_eq!(runs.len(), 6);
     for (k, r) in &runs {

@@ -607,10 +607,9 @@ impl CacheCore {
             return;
         }
         let cap = self.cfg.capacity_blocks as f64;
-        let (mut high, mut low) = (self.cfg.dirty_high_ratio, self.cfg.dirty_low_ratio);
-        if let Some(target) = self.dirty_target {
-            (high, low) = (high.min(target), low.min(target));
-        }
+        let target = self.dirty_target.unwrap_or(1.0);
+        let high = self.cfg.dirty_high_ratio.min(target);
+        let low = self.cfg.dirty_low_ratio.min(target);
         if self.dirty_blocks as f64 > high * cap {
             self.flushing = true;
         } else if self.dirty_blocks as f64 <= low * cap {

@@ -439,8 +439,9 @@ impl Scheduler for Nhc {
         Ok(())
     }
     fn dirty_target_ratio(&self) -> Option<f64> {
+        // At 1 the flusher's watermarks, which are at most 1, decide alone.
         let offloading = self.tuning && self.center < 1.0;
-        (offloading && self.cfg.offload_clean_ratio < 1.0).then_some(self.cfg.offload_clean_ratio)
+        offloading.then_some(self.cfg.offload_clean_ratio)
     }
     fn state(&self, out: &mut Vec<(&'static str, f64)>) {
         out.extend([

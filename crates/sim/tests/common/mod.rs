@@ -3,8 +3,19 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use tiermux_core::Op;
+use tiermux_device::calibrate::closed_loop_throughput;
+use tiermux_device::lookup_profile;
 use tiermux_sim::experiment::{cell, run_all, Experiment};
 use tiermux_sim::RunResult;
+
+/// Experiment `file` of `experiments/`, loaded.
+fn experiment(file: &str) -> Experiment {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments")
+        .join(file);
+    Experiment::load(&path).unwrap()
+}
 
 /// The runs of experiment `file` whose swept values satisfy `keep`, with
 /// their results, keyed by the swept values (`key=value` pairs).
@@ -12,10 +23,7 @@ pub fn run_file(
     file: &str,
     keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
 ) -> Vec<(BTreeMap<String, String>, RunResult)> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../experiments")
-        .join(file);
-    let exp = Experiment::load(&path).unwrap();
+    let exp = experiment(file);
     let mut selected = Vec::new();
     for (swept, cfg) in &exp.runs {
         let mut key: BTreeMap<String, String> = exp
@@ -41,4 +49,29 @@ pub fn run_file(
 /// The swept value `name` of a run's key ("" when not swept).
 pub fn get<'a>(k: &'a BTreeMap<String, String>, name: &str) -> &'a str {
     k.get(name).map_or("", |s| s.as_str())
+}
+
+/// Each device of experiment `file`'s first run, in its order: its
+/// closed-loop 4 KiB throughput at `in_flight` requests, requests per
+/// second, reads and writes mixed at `read_share` (time per request adds
+/// up), as `tiermux bench` computes its simulated limit.
+#[allow(dead_code)] // not every test binary that shares this module calls it
+pub fn device_ops_per_s(file: &str, read_share: f64, in_flight: u32) -> Vec<f64> {
+    let exp = experiment(file);
+    let cfg = &exp.runs[0].1;
+    cfg.devices
+        .iter()
+        .map(|name| {
+            let m = lookup_profile(name, &cfg.profiles)
+                .unwrap()
+                .model()
+                .unwrap();
+            let reads = closed_loop_throughput(&m, Op::Read, 4096, in_flight);
+            if read_share >= 1.0 {
+                return reads;
+            }
+            let writes = closed_loop_throughput(&m, Op::Write, 4096, in_flight);
+            1.0 / (read_share / reads + (1.0 - read_share) / writes)
+        })
+        .collect()
 }

@@ -164,6 +164,12 @@ impl Req {
                 buf[start..start + d.len()].copy_from_slice(&d);
                 buf
             }
+            // A read's buffer needs no zeroing: each of its blocks is read
+            // into it (in place, or copied from the block's own read)
+            // before the reply carries it, and a failed read carries none
+            // (`Volume::reply`).
+            None if op == Op::Read => AlignedBuf::scratch(nblocks as usize * bs as usize),
+            // A write of zeros.
             None => AlignedBuf::zeroed(nblocks as usize * bs as usize),
         };
         assert_eq!(buf.len(), nblocks as usize * bs as usize);

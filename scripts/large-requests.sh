@@ -14,7 +14,8 @@
 #   DIR: where the 1 GiB file goes (default /dev/shm: memory; give a
 #        directory on a disk to measure the O_DIRECT io_uring path; nbdkit
 #        is then left out, since it reads through the page cache).
-# Environment: RW=read|write, BS=1m, QD=1, ROUNDS=3, RUNTIME_S=3.
+# Environment: RW=read|write, BS=1m, QD=1, ROUNDS=3, RUNTIME_S=3;
+# NO_READ_AHEAD=1 adds this build with `read_ahead = false`.
 # Needs: fio, nbdkit, perf (apt install fio nbdkit linux-perf), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ cargo build --release -q
 new=target/release/tiermux
 work=$(mktemp -d)
 img="$dir/tiermux-large-requests.img"
-trap 'pkill -f "serve $work/vol.toml" 2>/dev/null || true; rm -rf "$work" "$img"' EXIT
+trap 'pkill -f "serve $work/vol" 2>/dev/null || true; rm -rf "$work" "$img"' EXIT
 python3 -c "
 import sys
 with open(sys.argv[1], 'wb') as f:
@@ -40,6 +41,7 @@ path = "$img"
 [policy]
 name = "passthrough"
 EOF
+sed 's/^block_size = 4096$/block_size = 4096\nread_ahead = false/' "$work/vol.toml" > "$work/vol-no-ahead.toml"
 in_memory=$([ "$(stat -f -c %T "$dir")" = tmpfs ] && echo 1 || echo 0)
 
 # fio through NBD at $1 (a socket); prints "MiB/s requests".
@@ -72,9 +74,9 @@ for line in open(path):
 print(f'| {name} | {bw} | {v[\"task-clock\"] * 1e3 / reqs:.0f} | {v[\"context-switches\"] / reqs:.1f} | {v[\"raw_syscalls:sys_enter\"] / reqs:.2f} | {ops} |')" "$3" "$r" "$4" "$work/perf"
 }
 
-serve_round() { # binary label
+serve_round() { # binary label [config]
   rm -f "$work/nbd.sock"
-  "$1" serve "$work/vol.toml" --data-dir "$work" > /dev/null 2> "$work/serve.log" &
+  "$1" serve "${3:-$work/vol.toml}" --data-dir "$work" > /dev/null 2> "$work/serve.log" &
   local pid=$!
   while [ ! -S "$work/nbd.sock" ]; do sleep 0.05; done
   local row ops
@@ -111,6 +113,7 @@ echo "| server | MiB/s | server CPU µs per request | context switches per reque
 echo "|---|---|---|---|---|---|"
 for _ in $(seq "$rounds"); do
   serve_round "$new" "tiermux serve"
+  [ -z "${NO_READ_AHEAD:-}" ] || serve_round "$new" "tiermux serve, read_ahead = false" "$work/vol-no-ahead.toml"
   [ -z "$old" ] || serve_round "$old" "tiermux serve ($(basename "$old"))"
   [ "$in_memory" = 0 ] || kit_round
   direct_round

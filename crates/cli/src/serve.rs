@@ -43,6 +43,7 @@ fn open(
             preferred_block: vol.block_size(),
             max_request: MAX_REQUEST_BYTES,
             structured_replies: cfg.offers_structured_replies(all_files_in_memory),
+            read_ahead: cfg.reads_ahead(all_files_in_memory),
         },
     );
     let shown = server
@@ -322,12 +323,14 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         })
         .collect();
     eprintln!(
-        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations, {} refused while too many handshakes waited); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device operations merged {} blocks; {} device errors",
+        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations, {} refused while too many handshakes waited; {} reads ahead, {} of them answered a client); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device operations merged {} blocks; {} device errors",
         st.requests,
         stats.connections,
         stats.bad_requests,
         stats.protocol_violations,
         stats.handshakes_refused,
+        stats.reads_ahead,
+        stats.reads_ahead_used,
         st.read_hits,
         st.read_misses,
         per_device.join(", "),

@@ -16,6 +16,10 @@
 //!                          # offered unless every device is a file in memory
 //!                          # without emulated timing, where reads complete at
 //!                          # once and the chunks only cost the client time)
+//! read_ahead = true        # NBD: read the next range of a connection's
+//!                          # sequential reads of 64 KiB or more while the
+//!                          # reply to the last one travels (default: as for
+//!                          # structured_replies)
 //!
 //! [[device]]               # fastest first; the last one holds the volume
 //! name = "fast"
@@ -153,6 +157,8 @@ struct VolumeFile {
     #[serde(default)]
     structured_replies: Option<bool>,
     #[serde(default)]
+    read_ahead: Option<bool>,
+    #[serde(default)]
     device: Vec<DeviceFile>,
     policy: BTreeMap<String, toml::Value>,
     #[serde(default)]
@@ -264,6 +270,9 @@ pub struct VolumeConfig {
     /// Whether the NBD server offers structured replies; `None`: decided
     /// by [`VolumeConfig::offers_structured_replies`].
     pub structured_replies: Option<bool>,
+    /// Whether the NBD server reads ahead of sequential reads; `None`:
+    /// decided by [`VolumeConfig::reads_ahead`].
+    pub read_ahead: Option<bool>,
 }
 
 /// Default of [`VolumeConfig::spin_us`]: on the 2-core virtual machines of
@@ -347,6 +356,7 @@ impl VolumeConfig {
             volatile_ok: f.volatile_ok,
             spin_us,
             structured_replies: f.structured_replies,
+            read_ahead: f.read_ahead,
         })
     }
 
@@ -358,7 +368,23 @@ impl VolumeConfig {
     /// chunks (`docs/performance.md`).
     pub fn offers_structured_replies(&self, all_files_in_memory: bool) -> bool {
         self.structured_replies
-            .unwrap_or(!all_files_in_memory || self.devices.iter().any(DeviceConfig::emulated))
+            .unwrap_or_else(|| self.reads_wait(all_files_in_memory))
+    }
+
+    /// Whether the NBD server reads ahead of sequential reads: as
+    /// configured, else when a read can wait on a device, as for
+    /// [`VolumeConfig::offers_structured_replies`]. Where every read
+    /// completes at once there is no wait to overlap, and a read ahead
+    /// that no client asks for is a wasted copy.
+    pub fn reads_ahead(&self, all_files_in_memory: bool) -> bool {
+        self.read_ahead
+            .unwrap_or_else(|| self.reads_wait(all_files_in_memory))
+    }
+
+    /// Whether a read can wait on a device: a file on a disk, or emulated
+    /// timing.
+    fn reads_wait(&self, all_files_in_memory: bool) -> bool {
+        !all_files_in_memory || self.devices.iter().any(DeviceConfig::emulated)
     }
 
     /// Reads and parses a config file.

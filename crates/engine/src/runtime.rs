@@ -45,6 +45,10 @@ pub enum Flow {
     Yield,
     /// Stop once the volume is idle (in-flight requests finish first).
     Stop,
+    /// Keep going, but first start the I/O queued so far and then call
+    /// [`Frontend::after_start`], before the wait: for long work (large
+    /// replies to send) that should overlap that I/O.
+    StartThen,
 }
 
 /// What a front end may do from its callbacks.
@@ -105,6 +109,18 @@ pub trait Frontend {
 
     /// Called before every wait, after replies were handed out.
     fn before_wait(&mut self, io: &mut Io<'_>) -> Flow;
+
+    /// Called when [`Frontend::before_wait`] returned [`Flow::StartThen`],
+    /// once the I/O queued so far has started, before the wait; it must not
+    /// start requests (their metadata would not be committed before the
+    /// wait submits their I/O). True asks
+    /// the loop not to sleep in that wait (for work, such as closing
+    /// connections, that this call made possible and that nothing else
+    /// would wake the loop for).
+    fn after_start(&mut self, io: &mut Io<'_>) -> bool {
+        let _ = io;
+        false
+    }
 }
 
 /// Why the loop stopped with an error.
@@ -176,7 +192,8 @@ impl Runtime {
         for d in self.done.drain(..) {
             f.on_done(d, &mut io);
         }
-        match f.before_wait(&mut io) {
+        let flow = f.before_wait(&mut io);
+        match flow {
             Flow::Stop if self.vol.is_idle() => return Ok(Flow::Stop),
             Flow::Yield => return Ok(Flow::Yield),
             _ => {}
@@ -189,11 +206,23 @@ impl Runtime {
         let r = self.reactor.as_mut();
         // Requests that finished without I/O (errors, or submitted by the
         // front end just now) are handed out without blocking.
-        let deadline = if self.vol.has_finished() {
+        let mut deadline = if self.vol.has_finished() {
             Some(r.now_ns())
         } else {
             self.vol.next_deadline_ns()
         };
+        if flow == Flow::StartThen {
+            // The metadata the queued I/O depends on is committed, so the
+            // I/O may start now, as the wait would start it.
+            r.start_queued()?;
+            let mut io = Io {
+                vol: &mut self.vol,
+                r,
+            };
+            if f.after_start(&mut io) {
+                deadline = Some(r.now_ns());
+            }
+        }
         r.wait(deadline, &mut self.completions)?;
         for c in self.completions.drain(..) {
             let mut io = Io {

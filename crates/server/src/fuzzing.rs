@@ -30,6 +30,7 @@ fn export(size_bytes: u64) -> Export {
         preferred_block: 4096,
         max_request: MAX_REQUEST_BYTES,
         structured_replies: true,
+        read_ahead: true,
     }
 }
 

@@ -6,6 +6,7 @@
 //! - [`fuzzing`]: entry points for the fuzz targets in `fuzz/`;
 //! - [`handshakes`]: the bounded pool of threads that run handshakes;
 //! - [`server`]: the NBD server as the event loop's front end;
+//!   [`read_ahead`]: its reading ahead of sequential reads;
 //! - [`sock`]: client sockets, listeners and connection buffers;
 //! - [`metrics`]: the Prometheus endpoint; [`control`]: the control
 //!   socket (`tiermux ctl`);
@@ -20,6 +21,7 @@ mod kv_commands;
 mod kv_scan;
 pub mod metrics;
 pub mod proto;
+pub mod read_ahead;
 pub mod resp;
 pub mod server;
 pub mod sock;

@@ -141,6 +141,9 @@ pub struct Export {
     pub max_request: u32,
     /// Whether structured replies are offered to clients that ask.
     pub structured_replies: bool,
+    /// Whether the server reads ahead of sequential reads
+    /// ([`crate::read_ahead`]).
+    pub read_ahead: bool,
 }
 
 /// How a handshake ended.
@@ -531,6 +534,7 @@ mod tests {
             preferred_block: 4096,
             max_request: 32 << 20,
             structured_replies: true,
+            read_ahead: true,
         }
     }
 

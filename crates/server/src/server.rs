@@ -24,6 +24,7 @@ use tiermux_engine::Volume;
 
 use crate::handshakes::{HandshakePool, Handshaken};
 use crate::proto::{self, errno, Export, RequestHeader, REQUEST_BYTES};
+use crate::read_ahead::{self, Ahead, State as AheadState};
 pub use crate::sock::Stream;
 use crate::sock::{ConnTable, Connection, Wire, READ_CHUNK};
 
@@ -56,6 +57,10 @@ pub struct ServerStats {
     /// Connections closed before their handshake because too many waited
     /// for one.
     pub handshakes_refused: u64,
+    /// Reads started ahead of sequential reads ([`read_ahead`]).
+    pub reads_ahead: u64,
+    /// Client reads answered from a read ahead.
+    pub reads_ahead_used: u64,
 }
 
 /// A snapshot of a running server and its volume, which the loop publishes
@@ -79,6 +84,12 @@ pub struct LiveStats {
     pub checkpoints: u64,
 }
 
+/// Replies queued on a connection of at least this many bytes are sent
+/// after the loop started the device I/O queued so far ([`Flow::StartThen`]):
+/// copying them into the socket takes long enough (about 100 µs a MiB)
+/// that reads started first overlap it.
+pub const LONG_SEND_BYTES: u64 = 128 << 10;
+
 /// How often the loop publishes [`LiveStats`].
 pub const LIVE_INTERVAL_NS: u64 = 20_000_000;
 
@@ -94,6 +105,14 @@ struct Conn {
     data_bytes: u64,
     /// Reads are answered with structured replies, in chunks.
     structured_replies: bool,
+    /// Sequential reads are read ahead ([`read_ahead`]).
+    reads_ahead: bool,
+    /// Where the connection's reads have been going.
+    stream: read_ahead::Stream,
+    /// Its read ahead, running or done; while it runs it counts in
+    /// `inflight`, and its bytes count in `data_bytes` until a client read
+    /// takes them or it is dropped.
+    ahead: Option<Ahead>,
 }
 
 /// A write's payload being received.
@@ -111,6 +130,9 @@ struct Pending {
     bytes: u64,
     /// A read on a connection with structured replies: what its chunk says.
     chunk: Option<ReadChunk>,
+    /// The connection's read ahead (no client waits for this request
+    /// itself).
+    ahead: bool,
 }
 
 /// A read's part of a structured reply.
@@ -274,6 +296,7 @@ impl Server {
             conns: ConnTable::default(),
             pending: Slab::new(),
             split_reads: Slab::new(),
+            writes_started: Vec::new(),
             stopping: false,
             published_ns: 0,
         };
@@ -295,6 +318,9 @@ struct Connections<'a> {
     pending: Slab<Pending>,
     /// Reads split into pieces: the pieces of each still running.
     split_reads: Slab<u32>,
+    /// The byte ranges of writes started since the read aheads were last
+    /// checked against them ([`Connections::stale_reads_ahead`]).
+    writes_started: Vec<(u64, u64)>,
     stopping: bool,
     published_ns: u64,
 }
@@ -309,6 +335,9 @@ impl Connections<'_> {
             inflight: 0,
             data_bytes: 0,
             structured_replies: h.structured_replies,
+            reads_ahead: self.server.export.read_ahead,
+            stream: read_ahead::Stream::default(),
+            ahead: None,
         };
         self.conns.insert(h.stream, conn, io);
     }
@@ -323,11 +352,14 @@ impl Connections<'_> {
 }
 
 impl Frontend for Connections<'_> {
-    fn on_done(&mut self, d: Done, _io: &mut Io<'_>) {
+    fn on_done(&mut self, d: Done, io: &mut Io<'_>) {
         // Replies are queued here and sent in `before_wait`.
         let Some(p) = self.pending.remove(d.id as usize) else {
             return;
         };
+        if p.ahead {
+            return self.ahead_done(p, d, io);
+        }
         // A split read's last piece ends its reply, even when its
         // connection is gone.
         let last = p
@@ -360,9 +392,11 @@ impl Frontend for Connections<'_> {
         let mut ctx = Ctx {
             pending: &mut self.pending,
             split_reads: &mut self.split_reads,
+            writes_started: &mut self.writes_started,
             stats: &mut self.server.stats,
         };
         read_requests(conn, io, &mut ctx, stopping);
+        self.stale_reads_ahead();
     }
 
     fn on_wake(&mut self, io: &mut Io<'_>) {
@@ -382,10 +416,17 @@ impl Frontend for Connections<'_> {
             self.published_ns = now;
         }
         // Replies of requests finished since the last wait (`on_done`
-        // queues them) go out together: one write per connection.
+        // queues them) go out together: one write per connection. Long
+        // ones wait until the device reads queued by now have started
+        // (`after_start`), so that the two overlap.
+        let mut long_sends = false;
         for idx in 0..self.conns.slots() {
             if let Some(c) = self.conns.at(idx) {
-                c.wire.send_queued(io);
+                if c.wire.out_bytes >= LONG_SEND_BYTES {
+                    long_sends = true;
+                } else {
+                    c.wire.send_queued(io);
+                }
             }
         }
         // Resuming may read the end of a paused connection's stream, which
@@ -399,9 +440,25 @@ impl Frontend for Connections<'_> {
         self.close_finished();
         if self.stopping && self.conns.is_empty() {
             Flow::Stop
+        } else if long_sends {
+            Flow::StartThen
         } else {
             Flow::Continue
         }
+    }
+
+    fn after_start(&mut self, io: &mut Io<'_>) -> bool {
+        let mut again = self.stopping;
+        for idx in 0..self.conns.slots() {
+            if let Some(c) = self.conns.at(idx) {
+                c.wire.send_queued(io);
+                // A connection these sends finished may close now, and one
+                // paused at its limits may read again: the next pass does
+                // that without sleeping first (nothing else would wake it).
+                again |= c.wire.closing || !c.wire.read_armed;
+            }
+        }
+        again
     }
 }
 
@@ -421,9 +478,70 @@ impl Connections<'_> {
             let mut ctx = Ctx {
                 pending: &mut self.pending,
                 split_reads: &mut self.split_reads,
+                writes_started: &mut self.writes_started,
                 stats: &mut self.server.stats,
             };
             read_requests(c, io, &mut ctx, stopping);
+            self.stale_reads_ahead();
+        }
+    }
+
+    /// Marks stale every read ahead that a write started since the last
+    /// call touches (a connection's own writes marked its read ahead when
+    /// they started). Runs before any reply goes out and before another
+    /// connection's requests are read, so no client is answered from a
+    /// read ahead that a write acknowledged to it may have overtaken.
+    fn stale_reads_ahead(&mut self) {
+        if self.writes_started.is_empty() {
+            return;
+        }
+        for idx in 0..self.conns.slots() {
+            let Some(a) = self.conns.at(idx).and_then(|c| c.ahead.as_mut()) else {
+                continue;
+            };
+            if self.writes_started.iter().any(|&(o, e)| a.overlaps(o, e)) {
+                a.stale = true;
+            }
+        }
+        self.writes_started.clear();
+    }
+
+    /// A connection's read ahead finished: it answers the client read
+    /// waiting for it and the next range is read ahead, or it waits for
+    /// that read, or it is dropped (stale or failed). A client read it
+    /// cannot answer starts as any read does.
+    fn ahead_done(&mut self, p: Pending, d: Done, io: &mut Io<'_>) {
+        let c = self
+            .conns
+            .get(p.conn, p.gen)
+            .expect("a connection stays open while its read ahead runs");
+        c.inflight -= 1;
+        let mut a = c.ahead.take().expect("the read ahead of a connection");
+        let AheadState::Running { waiter } = a.state else {
+            panic!("a read ahead finished twice");
+        };
+        let ok = d.error == 0 && d.data.is_some();
+        match waiter {
+            Some(h) => {
+                c.data_bytes -= a.len as u64;
+                let mut ctx = Ctx {
+                    pending: &mut self.pending,
+                    split_reads: &mut self.split_reads,
+                    writes_started: &mut self.writes_started,
+                    stats: &mut self.server.stats,
+                };
+                if ok {
+                    answer_from_ahead(c, &h, d, &mut ctx);
+                    read_ahead_next(c, io, &mut ctx);
+                } else {
+                    start_read(c, &h, h.offset, h.length, io, &mut ctx);
+                }
+            }
+            None if ok && !a.stale => {
+                a.state = AheadState::Ready(d);
+                c.ahead = Some(a);
+            }
+            None => c.data_bytes -= a.len as u64,
         }
     }
 }
@@ -431,6 +549,7 @@ impl Connections<'_> {
 struct Ctx<'a> {
     pending: &'a mut Slab<Pending>,
     split_reads: &'a mut Slab<u32>,
+    writes_started: &'a mut Vec<(u64, u64)>,
     stats: &'a mut ServerStats,
 }
 
@@ -693,24 +812,35 @@ fn start_request(
     ctx: &mut Ctx<'_>,
 ) {
     match decode(&h, payload, io.volume(), c.structured_replies) {
-        Decoded::Request(Request::Read { offset, len }) if c.structured_replies => {
-            start_read_in_chunks(c, &h, offset, len, io, ctx);
+        Decoded::Request(Request::Read { offset, len }) => {
+            client_read(c, &h, offset, len, io, ctx);
         }
         Decoded::Request(req) => {
-            // The data the request holds in the server: a read's reply or
-            // a write's payload; a write-zeroes' part buffer (at most one
-            // request's size); nothing for a flush or a trim.
+            // The data the request holds in the server: a write's payload;
+            // a write-zeroes' part buffer (at most one request's size);
+            // nothing for a flush or a trim.
             let bytes = match h.kind {
-                proto::CMD_READ | proto::CMD_WRITE => h.length as u64,
+                proto::CMD_WRITE => h.length as u64,
                 proto::CMD_WRITE_ZEROES => h.length.min(MAX_REQUEST_BYTES) as u64,
                 _ => 0,
             };
+            if matches!(
+                h.kind,
+                proto::CMD_WRITE | proto::CMD_WRITE_ZEROES | proto::CMD_TRIM
+            ) {
+                let (o, e) = (h.offset, h.offset + h.length as u64);
+                if let Some(a) = c.ahead.as_mut().filter(|a| a.overlaps(o, e)) {
+                    a.stale = true;
+                }
+                ctx.writes_started.push((o, e));
+            }
             let id = ctx.pending.insert(Pending {
                 conn: c.wire.idx,
                 gen: c.wire.gen,
                 handle: h.handle,
                 bytes,
                 chunk: None,
+                ahead: false,
             });
             c.inflight += 1;
             c.data_bytes += bytes;
@@ -723,6 +853,123 @@ fn start_request(
             refuse(c, &h, err, &why, io);
         }
     }
+}
+
+/// Starts a client read: answered from the connection's read ahead when
+/// that covers it, else read from the volume; then, when the read
+/// continues a sequential stream, the range after it is read ahead.
+fn client_read(
+    c: &mut Conn,
+    h: &RequestHeader,
+    offset: u64,
+    len: u32,
+    io: &mut Io<'_>,
+    ctx: &mut Ctx<'_>,
+) {
+    let continues = c.stream.continues(offset, len);
+    if !take_from_ahead(c, h, ctx) {
+        start_read(c, h, offset, len, io, ctx);
+    }
+    if continues && c.ahead.is_none() {
+        read_ahead_next(c, io, ctx);
+    }
+}
+
+/// Answers a client read from the connection's read ahead when it is of
+/// exactly that range and no write touched it since: at once when the
+/// read ahead is done, else when it finishes. True when it will be
+/// answered so. A read ahead that cannot answer this read is dropped (a
+/// running one when it finishes).
+fn take_from_ahead(c: &mut Conn, h: &RequestHeader, ctx: &mut Ctx<'_>) -> bool {
+    let Some(a) = c.ahead.as_mut() else {
+        return false;
+    };
+    let serves = a.serves(h.offset, h.length);
+    match &mut a.state {
+        AheadState::Running { waiter } if serves && waiter.is_none() => {
+            *waiter = Some(*h);
+            true
+        }
+        AheadState::Running { .. } => {
+            a.stale = true;
+            false
+        }
+        AheadState::Ready(_) => {
+            let a = c.ahead.take().expect("the read ahead just seen");
+            c.data_bytes -= a.len as u64;
+            let AheadState::Ready(d) = a.state else {
+                unreachable!("a read ahead that was done")
+            };
+            if serves {
+                answer_from_ahead(c, h, d, ctx);
+            }
+            serves
+        }
+    }
+}
+
+/// Queues the reply to client read `h` with the data of the read ahead of
+/// its range (`d`, a successful read of exactly that range).
+fn answer_from_ahead(c: &mut Conn, h: &RequestHeader, d: Done, ctx: &mut Ctx<'_>) {
+    assert_eq!(d.len, h.length, "a read ahead answers a read of its length");
+    let data = d.data.expect("a successful read ahead holds its data");
+    let range = d.data_offset..d.data_offset + d.len as usize;
+    let head = if c.structured_replies {
+        proto::data_chunk_head(h.handle, h.offset, d.len, true)
+    } else {
+        proto::simple_reply(h.handle, 0).to_vec()
+    };
+    c.wire.queue_with_body(head, data, range);
+    ctx.stats.reads_ahead_used += 1;
+}
+
+/// Reads ahead the range after the connection's last read
+/// ([`read_ahead::Stream::next_range`]), unless reading ahead is off, one
+/// runs already, or the range passes the export's end.
+fn read_ahead_next(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
+    let (offset, len) = c.stream.next_range();
+    let end = offset + len as u64;
+    if !c.reads_ahead || c.ahead.is_some() || end > io.volume().size_bytes() {
+        return;
+    }
+    let id = ctx.pending.insert(Pending {
+        conn: c.wire.idx,
+        gen: c.wire.gen,
+        handle: 0,
+        bytes: 0,
+        chunk: None,
+        ahead: true,
+    });
+    c.inflight += 1;
+    c.data_bytes += len as u64;
+    c.ahead = Some(Ahead::start(offset, len));
+    ctx.stats.reads_ahead += 1;
+    io.submit(id as u64, Request::Read { offset, len });
+}
+
+/// Reads `len` bytes at `offset` from the volume for client read `h`.
+fn start_read(
+    c: &mut Conn,
+    h: &RequestHeader,
+    offset: u64,
+    len: u32,
+    io: &mut Io<'_>,
+    ctx: &mut Ctx<'_>,
+) {
+    if c.structured_replies {
+        return start_read_in_chunks(c, h, offset, len, io, ctx);
+    }
+    let id = ctx.pending.insert(Pending {
+        conn: c.wire.idx,
+        gen: c.wire.gen,
+        handle: h.handle,
+        bytes: len as u64,
+        chunk: None,
+        ahead: false,
+    });
+    c.inflight += 1;
+    c.data_bytes += len as u64;
+    io.submit(id as u64, Request::Read { offset, len });
 }
 
 /// Starts a read whose reply is structured: in one piece when it is short
@@ -760,6 +1007,7 @@ fn start_read_in_chunks(
             handle: h.handle,
             bytes: piece_len,
             chunk: Some(ReadChunk { offset: at, split }),
+            ahead: false,
         });
         c.inflight += 1;
         c.data_bytes += piece_len;

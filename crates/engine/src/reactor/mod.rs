@@ -167,6 +167,16 @@ pub trait Reactor: Send {
         let _ = spin_ns;
     }
 
+    /// Starts the operations queued so far without waiting for any (the
+    /// next `wait` reports their completions), so that they run while the
+    /// loop does other long work. The caller makes sure the ordering
+    /// promise above holds at this point, as before a `wait` (the event
+    /// loop calls it only after committing metadata). Reactors that start
+    /// operations only when they wait ignore it.
+    fn start_queued(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Asks the reactor to perform file operations on `fd` (reads and
     /// writes up to [`INLINE_MAX_BYTES`], and syncs) itself, synchronously,
     /// at the start of the next `wait`, instead of handing them to the

@@ -268,4 +268,8 @@ impl Reactor for PowerLossReactor {
     fn set_spin_ns(&mut self, spin_ns: u64) {
         self.inner.set_spin_ns(spin_ns);
     }
+
+    fn start_queued(&mut self) -> io::Result<()> {
+        self.inner.start_queued()
+    }
 }

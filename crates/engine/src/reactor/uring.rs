@@ -335,6 +335,20 @@ impl Reactor for UringReactor {
         self.spin_ns = spin_ns;
     }
 
+    fn start_queued(&mut self) -> io::Result<()> {
+        if self.backlog.is_empty() {
+            return Ok(());
+        }
+        self.push_backlog()?;
+        match self.ring.submit() {
+            // Entries the kernel did not take now are submitted by `wait`.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Ok(()),
+            Err(e) => Err(e),
+            Ok(_) => Ok(()),
+        }
+    }
+
     fn serve_inline(&mut self, fd: RawFd) {
         self.inline.add(fd);
     }

@@ -15,7 +15,10 @@
 #        directory on a disk to measure the O_DIRECT io_uring path; nbdkit
 #        is then left out, since it reads through the page cache).
 # Environment: RW=read|write, BS=1m, QD=1, ROUNDS=3, RUNTIME_S=3;
-# NO_READ_AHEAD=1 adds this build with `read_ahead = false`.
+# NO_READ_AHEAD=1 adds this build with `read_ahead = false`; HUGE_FIO=DIR
+# (a hugetlbfs mount with free huge pages, e.g. after
+# `echo 64 > /proc/sys/vm/nr_hugepages; mount -t hugetlbfs none DIR`) adds
+# fio on the file with its buffer in huge pages (`--iomem=mmaphuge`).
 # Needs: fio, nbdkit, perf (apt install fio nbdkit linux-perf), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,14 +100,14 @@ kit_round() {
   kill "$pid"
 }
 
-direct_round() {
+direct_round() { # [fio flags...]
   local flags=(--ioengine=io_uring --iodepth="$qd")
   [ "$qd" != 1 ] || flags=(--ioengine=psync)
   [ "$in_memory" = 1 ] || flags+=(--direct=1)
   local bw
   bw=$(fio --name=d --filename="$img" --rw="$rw" --bs="$bs" \
-    "${flags[@]}" --time_based --runtime="$runtime" --output-format=terse | awk -F';' '{print int(($7 + $48) / 1024)}')
-  echo "| fio on the file ($([ "$in_memory" = 1 ] || echo "O_DIRECT, ")${flags[0]#--ioengine=}) | $bw | - | - | - | - |"
+    "${flags[@]}" "$@" --time_based --runtime="$runtime" --output-format=terse | awk -F';' '{print int(($7 + $48) / 1024)}')
+  echo "| fio on the file ($([ "$in_memory" = 1 ] || echo "O_DIRECT, ")${flags[0]#--ioengine=}$([ $# = 0 ] || echo ", buffer in huge pages")) | $bw | - | - | - | - |"
 }
 
 echo "$rw of $bs at $qd in flight, file in $dir ($([ "$in_memory" = 1 ] && echo memory || echo disk))"
@@ -117,4 +120,5 @@ for _ in $(seq "$rounds"); do
   [ -z "$old" ] || serve_round "$old" "tiermux serve ($(basename "$old"))"
   [ "$in_memory" = 0 ] || kit_round
   direct_round
+  [ -z "${HUGE_FIO:-}" ] || direct_round --iomem=mmaphuge:"$HUGE_FIO/tiermux-fio"
 done

@@ -834,17 +834,8 @@ fn start_request(
                 }
                 ctx.writes_started.push((o, e));
             }
-            let id = ctx.pending.insert(Pending {
-                conn: c.wire.idx,
-                gen: c.wire.gen,
-                handle: h.handle,
-                bytes,
-                chunk: None,
-                ahead: false,
-            });
-            c.inflight += 1;
-            c.data_bytes += bytes;
-            io.submit(id as u64, req);
+            let id = track(c, ctx, h.handle, bytes, None, false);
+            io.submit(id, req);
         }
         Decoded::Disconnect => c.wire.closing = true,
         Decoded::Bad(err, why) => {
@@ -932,19 +923,10 @@ fn read_ahead_next(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
     if !c.reads_ahead || c.ahead.is_some() || end > io.volume().size_bytes() {
         return;
     }
-    let id = ctx.pending.insert(Pending {
-        conn: c.wire.idx,
-        gen: c.wire.gen,
-        handle: 0,
-        bytes: 0,
-        chunk: None,
-        ahead: true,
-    });
-    c.inflight += 1;
-    c.data_bytes += len as u64;
+    let id = track(c, ctx, 0, len as u64, None, true);
     c.ahead = Some(Ahead::start(offset, len));
     ctx.stats.reads_ahead += 1;
-    io.submit(id as u64, Request::Read { offset, len });
+    io.submit(id, Request::Read { offset, len });
 }
 
 /// Reads `len` bytes at `offset` from the volume for client read `h`.
@@ -959,17 +941,35 @@ fn start_read(
     if c.structured_replies {
         return start_read_in_chunks(c, h, offset, len, io, ctx);
     }
+    let id = track(c, ctx, h.handle, len as u64, None, false);
+    io.submit(id, Request::Read { offset, len });
+}
+
+/// Notes a volume request of connection `c` about to start: its entry in
+/// `ctx.pending` (the client's `handle`, its reply chunk, or whether it is
+/// the connection's read ahead), one more in flight, and `bytes` of data
+/// held against the connection's limit. Returns the request's id.
+fn track(
+    c: &mut Conn,
+    ctx: &mut Ctx<'_>,
+    handle: u64,
+    bytes: u64,
+    chunk: Option<ReadChunk>,
+    ahead: bool,
+) -> u64 {
     let id = ctx.pending.insert(Pending {
         conn: c.wire.idx,
         gen: c.wire.gen,
-        handle: h.handle,
-        bytes: len as u64,
-        chunk: None,
-        ahead: false,
+        handle,
+        // A read ahead's bytes are released when a client read takes them
+        // or it is dropped, not when it finishes (`ahead_done`).
+        bytes: if ahead { 0 } else { bytes },
+        chunk,
+        ahead,
     });
     c.inflight += 1;
-    c.data_bytes += len as u64;
-    io.submit(id as u64, Request::Read { offset, len });
+    c.data_bytes += bytes;
+    id as u64
 }
 
 /// Starts a read whose reply is structured: in one piece when it is short
@@ -1001,18 +1001,10 @@ fn start_read_in_chunks(
             ((at / piece + 1) * piece).min(end)
         };
         let piece_len = piece_end - at;
-        let id = ctx.pending.insert(Pending {
-            conn: c.wire.idx,
-            gen: c.wire.gen,
-            handle: h.handle,
-            bytes: piece_len,
-            chunk: Some(ReadChunk { offset: at, split }),
-            ahead: false,
-        });
-        c.inflight += 1;
-        c.data_bytes += piece_len;
+        let chunk = Some(ReadChunk { offset: at, split });
+        let id = track(c, ctx, h.handle, piece_len, chunk, false);
         let len = piece_len as u32;
-        io.submit(id as u64, Request::Read { offset: at, len });
+        io.submit(id, Request::Read { offset: at, len });
         at = piece_end;
         if at >= end {
             break;

@@ -175,6 +175,19 @@ fn walk(name: &str, s: &Served, structured: bool, seed: u64, model: &mut [u8]) {
     }
 }
 
+/// How many client reads a stopped server answered from reads ahead (its
+/// stop line in `serve.log`), and the log.
+fn reads_answered_ahead(dir: &std::path::Path) -> (u64, String) {
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
+    let answered = log
+        .split(" reads ahead, ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no read-ahead count in {log}"));
+    (answered, log)
+}
+
 #[test]
 fn reads_ahead_never_overtake_an_acknowledged_write() {
     let plain = with_devices(
@@ -190,13 +203,7 @@ fn reads_ahead_never_overtake_an_acknowledged_write() {
         walk(&name, &s, true, 3, &mut model);
         walk(&name, &s, false, 4, &mut model);
         s.stop();
-        let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
-        let answered: u64 = log
-            .split(" reads ahead, ")
-            .nth(1)
-            .and_then(|t| t.split(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{name}: no read-ahead count in {log}"));
+        let (answered, log) = reads_answered_ahead(&dir);
         // About half of the 600 reads follow a read of the range before
         // and find no write since (a third of the steps write).
         assert!(
@@ -205,4 +212,49 @@ fn reads_ahead_never_overtake_an_acknowledged_write() {
         );
         std::fs::remove_dir_all(&dir).ok();
     }
+}
+
+/// An emulated device that fails 8 % of its block reads (each failed block
+/// read is tried once more): a read ahead that fails answers nobody, and a
+/// client read waiting for it (the device is slower than the client's turn
+/// around) is carried out as any read. Sequential 128 KiB
+/// reads with simple replies each either fail with EIO or return exactly
+/// what was written; reads ahead keep answering between the failures.
+#[test]
+fn a_failed_read_ahead_answers_nobody_with_wrong_data() {
+    let config = "read_ahead = true\n".to_string()
+        + &with_devices(
+            "[[device]]\nname = \"disk\"\npath = \"disk.img\"\nprofile = \"slow-test\"\n[device.faults]\nread_error_rate = 0.08\n\n[policy]\nname = \"passthrough\"\n\n",
+        );
+    let dir = data_dir_with("read-ahead-faults", &config);
+    let s = Served::start(&dir);
+    let mut rng = Rng::new(23);
+    let span = 4usize << 20;
+    let model: Vec<u8> = (0..span).map(|_| rng.next_u64() as u8).collect();
+    let mut c = connect_with(&s.sock(), false);
+    for (i, part) in model.chunks(1 << 20).enumerate() {
+        write(&mut c, i as u64, i << 20, Some(part), part.len());
+    }
+    let len = 128usize << 10;
+    let (mut good, mut failed) = (0, 0);
+    for j in 0..(4 * span / len) {
+        let at = j * len % span;
+        c.write_all(&request(READ, 0, j as u64, at as u64, len as u32))
+            .unwrap();
+        let (h, err, data) = reply(&mut c, len).unwrap();
+        assert_eq!(h, j as u64);
+        if err == 0 {
+            assert!(data == model[at..at + len], "read at {at}");
+            good += 1;
+        } else {
+            assert_eq!(err, 5, "EIO");
+            failed += 1;
+        }
+    }
+    s.stop();
+    let (answered, log) = reads_answered_ahead(&dir);
+    println!("{good} reads returned data, {failed} failed, {answered} answered ahead");
+    assert!(failed > 0 && good > 0, "{good} good, {failed} failed");
+    assert!(answered > 40, "{answered} reads answered ahead: {log}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -532,7 +532,9 @@ impl Connections<'_> {
                 };
                 if ok {
                     answer_from_ahead(c, &h, d, &mut ctx);
-                    read_ahead_next(c, io, &mut ctx);
+                    if !self.stopping {
+                        read_ahead_next(c, io, &mut ctx);
+                    }
                 } else {
                     start_read(c, &h, h.offset, h.length, io, &mut ctx);
                 }
@@ -915,12 +917,13 @@ fn answer_from_ahead(c: &mut Conn, h: &RequestHeader, d: Done, ctx: &mut Ctx<'_>
 }
 
 /// Reads ahead the range after the connection's last read
-/// ([`read_ahead::Stream::next_range`]), unless reading ahead is off, one
-/// runs already, or the range passes the export's end.
+/// ([`read_ahead::Stream::next_range`]), unless reading ahead is off, the
+/// connection is closing, one runs already, or the range passes the
+/// export's end.
 fn read_ahead_next(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
     let (offset, len) = c.stream.next_range();
     let end = offset + len as u64;
-    if !c.reads_ahead || c.ahead.is_some() || end > io.volume().size_bytes() {
+    if !c.reads_ahead || c.wire.closing || c.ahead.is_some() || end > io.volume().size_bytes() {
         return;
     }
     let id = track(c, ctx, 0, len as u64, None, true);

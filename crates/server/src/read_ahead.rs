@@ -15,7 +15,7 @@
 //! every write submitted before it (the volume orders the operations on a
 //! block in arrival order). Every write (a write, write-zeroes or trim,
 //! from any connection) started after it that touches its range marks it
-//! stale ([`Ahead::overlaps`]), and a stale read ahead answers no client.
+//! stale (`Ahead::overlaps`), and a stale read ahead answers no client.
 //! The marks are made before any reply goes out and before another
 //! connection's requests are read, so every write acknowledged before the
 //! client's read was sent is seen, and so is a write its own connection
@@ -101,13 +101,8 @@ impl Ahead {
 
     /// Whether it shares a byte with `offset..end`.
     pub fn overlaps(&self, offset: u64, end: u64) -> bool {
-        ranges_overlap(self.offset, self.offset + self.len as u64, offset, end)
+        self.offset < end && offset < self.offset + self.len as u64
     }
-}
-
-/// Whether the byte ranges `a0..a1` and `b0..b1` share a byte.
-pub fn ranges_overlap(a0: u64, a1: u64, b0: u64, b1: u64) -> bool {
-    a0 < b1 && b0 < a1
 }
 
 #[cfg(test)]

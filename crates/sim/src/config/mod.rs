@@ -33,7 +33,8 @@ pub struct ClientSpec {
     /// Closed loop: this multiple of Load-1.0, the Orthus paper's "minimum
     /// read load to achieve the maximum read bandwidth of the cache
     /// device": the smallest concurrency at which reads that all hit reach
-    /// 99 % of the cache device's maximum throughput.
+    /// 99 % of the cache device's maximum throughput, with the workers'
+    /// `think_time_us`.
     #[serde(default)]
     pub load: Option<f64>,
     /// Open loop: Poisson arrivals at this rate.

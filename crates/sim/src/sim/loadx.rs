@@ -19,6 +19,11 @@ pub fn run(cfg: &SimConfig) -> Result<RunResult, SimError> {
     Simulator::new(r)?.run()
 }
 
+/// The largest concurrency the Load-1.0 probe tries: enough for a pause
+/// of about 400 µs per request in front of a device that completes 4 KiB
+/// reads at 550k per second.
+const MAX_PROBE_WORKERS: u32 = 256;
+
 fn load_memo() -> &'static Mutex<HashMap<String, u32>> {
     static MEMO: OnceLock<Mutex<HashMap<String, u32>>> = OnceLock::new();
     MEMO.get_or_init(|| Mutex::new(HashMap::new()))
@@ -30,15 +35,21 @@ fn load_memo() -> &'static Mutex<HashMap<String, u32>> {
 /// classic caching, with the configuration's cache settings and request
 /// pattern but only reads and (given a hit ratio) only hits, reaches 99 %
 /// of its maximum throughput. So one hierarchy has one Load-1.0 whatever
-/// the workload's hit ratio. Memoized per hierarchy, workload and cache
-/// settings.
+/// the workload's hit ratio. The workers keep the configuration's pause
+/// between requests (`client.think_time_us`, time spent outside the
+/// devices), so that host time per request raises Load-1.0 as it does on
+/// a real machine. Memoized per hierarchy, workload, cache settings and
+/// pause.
 pub fn load_unit_workers(cfg: &SimConfig) -> Result<u32, SimError> {
     let mut probe = cfg.clone();
     probe.policy = "classic".into();
     probe
         .params
         .retain(|k, _| CACHE_PARAMS.contains(&k.as_str()));
-    probe.client = ClientSpec::default();
+    probe.client = ClientSpec {
+        think_time_us: cfg.client.think_time_us,
+        ..ClientSpec::default()
+    };
     probe.duration_s = cfg.duration_s.min(0.3);
     probe.warmup_s = probe.duration_s / 3.0;
     probe.workload.shift_at_s = None;
@@ -55,7 +66,7 @@ pub fn load_unit_workers(cfg: &SimConfig) -> Result<u32, SimError> {
     }
     let mut curve: Vec<f64> = Vec::new();
     let mut flat = 0;
-    for n in 1..=64u32 {
+    for n in 1..=MAX_PROBE_WORKERS {
         probe.client.workers = Some(n);
         let x = Simulator::new(probe.resolve()?)?
             .run()?

@@ -119,7 +119,7 @@ fn build(
         _ => Shift::Expr3,
     };
     let mut latency = LatencySignals::new(vol.devices.len(), alpha);
-    latency.set_idle(IdleLatency::from_params(p).map_err(&e)?);
+    latency.set_idle(IdleLatency::from_params(p, IdleLatency::Keep).map_err(&e)?);
     Ok(Box::new(Colloid {
         name,
         latency,

@@ -22,7 +22,12 @@
 //! each device's mean over reads and writes, EWMA-smoothed with
 //! `latency_alpha` = 0.25 (a signal that follows a load step within about
 //! four quanta); a device with no latency sample yet counts as latency 0
-//! (an idle device; later idle intervals keep the last smoothed value);
+//! (an idle device); an interval in which a device completes nothing
+//! folds the lowest interval mean it has shown into its latency
+//! (`idle_latency = "unloaded"`), so that a latency measured under a load
+//! that has gone decays instead of holding the offload ratio at 0 for
+//! good (`docs/reproduction.md`, MOST Figure 5; `keep` holds the last
+//! value);
 //! the cleaning threshold is 8 reads per write. `swap_while_offloading`
 //! (default true) lets HeMem's quantum swap segments while the offload
 //! ratio is above 0; false keeps it to promotions into free slots then,
@@ -126,7 +131,7 @@ impl MostSettings {
                 "all" => Some(0.0),
                 _ => Some(clean_min),
             },
-            idle_latency: IdleLatency::from_params(p).map_err(&e)?,
+            idle_latency: IdleLatency::from_params(p, IdleLatency::Unloaded).map_err(&e)?,
             migration_rule: match p
                 .choice(
                     "migration_rule",

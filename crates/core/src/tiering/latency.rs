@@ -36,14 +36,19 @@ pub enum IdleLatency {
 }
 
 impl IdleLatency {
-    /// Reads the `idle_latency` parameter (`keep`, the default, or
-    /// `unloaded`).
+    /// Reads the `idle_latency` parameter (`keep` or `unloaded`), given
+    /// the policy's default.
     pub fn from_params(
         p: &crate::params::Params,
+        default: IdleLatency,
     ) -> Result<IdleLatency, crate::params::ParamError> {
+        let default = match default {
+            IdleLatency::Keep => "keep",
+            IdleLatency::Unloaded => "unloaded",
+        };
         Ok(
             match p
-                .choice("idle_latency", "keep", &["keep", "unloaded"])?
+                .choice("idle_latency", default, &["keep", "unloaded"])?
                 .as_str()
             {
                 "unloaded" => IdleLatency::Unloaded,

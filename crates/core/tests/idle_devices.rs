@@ -1,13 +1,21 @@
-//! Colloid on a device that demotions have emptied. While the performance
+//! Latency signals of a device that completes nothing. An idle device
+//! reports no latency, so a smoothed latency measured under a load that
+//! has gone would stay for good.
+//!
+//! Colloid, on a device that demotions have emptied: while the performance
 //! device looks slower, Colloid moves its hot segments off it, until it
-//! serves nothing. An idle device reports no latency, so a smoothed
-//! latency measured under load would stay for good and nothing would come
-//! back. Colloid's own monitor smooths integer counters, which drain to
-//! zero within about a second of idleness, and a tier with no smoothed
-//! arrivals has its unloaded latency; hot data is then promoted again.
-//! tiermux forgets an idle performance device's signals after a second
-//! (`DRAINED_NS`) and takes the lowest interval mean read latency it has
-//! shown as its latency.
+//! serves nothing, and nothing would come back. Colloid's own monitor
+//! smooths integer counters, which drain to zero within about a second of
+//! idleness, and a tier with no smoothed arrivals has its unloaded
+//! latency; hot data is then promoted again. tiermux forgets an idle
+//! performance device's signals after a second (`DRAINED_NS`) and takes
+//! the lowest interval mean read latency it has shown as its latency.
+//!
+//! MOST, on a capacity device whose one operation in a quiet interval (a
+//! cleaning write) was slow: with the signal kept, the device looks slower
+//! than a loaded performance device for good and the offload ratio stays
+//! 0. MOST's default `idle_latency = "unloaded"` folds the lowest interval
+//! mean the device has shown into each idle interval, and the ratio rises.
 
 use tiermux_core::observe::DeviceObservation;
 use tiermux_core::{build_policy, Access, Dispatcher, Observation, Op, ParamValue, Params};
@@ -114,4 +122,47 @@ fn an_emptied_performance_device_is_refilled_after_a_second_idle() {
     for policy in ["colloid", "colloid+", "colloid++"] {
         empties_then_refills(policy);
     }
+}
+
+/// MOST with `idle_latency` as given (`None`: the default): the capacity
+/// device shows 100 µs, then one 1 ms operation, then nothing, while the
+/// performance device goes from 20 µs to a loaded 179 µs. Returns the
+/// offload ratio and the capacity device's latency signal after 30 quanta.
+fn most_after_a_slow_idle_capacity_device(idle_latency: Option<&str>) -> (f64, f64) {
+    let mut params = Params::new();
+    params.set("segment_blocks", ParamValue::Int(SEGMENT_BLOCKS as i64));
+    if let Some(v) = idle_latency {
+        params.set("idle_latency", ParamValue::Str(v.into()));
+    }
+    let mut d = Dispatcher::new(build_policy("most", &params, &volume(), 1).unwrap(), 1);
+    for block in 0..SLOTS * SEGMENT_BLOCKS {
+        assert!(d.warm(block));
+    }
+    let mut tag = 0;
+    read_hot(&mut d, &mut tag, 1);
+    d.tick(&quantum(1, Some((100, 20)), Some((100, 100))));
+    d.tick(&quantum(2, Some((100, 20)), Some((1, 1_000))));
+    settle(&mut d);
+    let stuck_us = get(&d, "latency_cap_us");
+    assert!(stuck_us > 179.0 * 1.05, "capacity signal {stuck_us} µs");
+    for q in 3..33 {
+        read_hot(&mut d, &mut tag, 1);
+        d.tick(&quantum(q, Some((10_000, 179)), None));
+        settle(&mut d);
+    }
+    (get(&d, "offload_ratio"), get(&d, "latency_cap_us"))
+}
+
+#[test]
+fn most_offloads_again_once_an_idle_capacity_device_decays() {
+    let (ratio, cap_us) = most_after_a_slow_idle_capacity_device(None);
+    assert!(
+        ratio > 0.0,
+        "offload ratio {ratio}, capacity signal {cap_us} µs"
+    );
+    // The signal decays toward the 100 µs the device showed unloaded.
+    assert!(cap_us < 110.0, "capacity signal {cap_us} µs");
+    let (ratio, cap_us) = most_after_a_slow_idle_capacity_device(Some("keep"));
+    assert_eq!(ratio, 0.0, "kept signal {cap_us} µs");
+    assert!(cap_us > 179.0 * 1.05, "kept signal {cap_us} µs");
 }

@@ -360,16 +360,7 @@ impl Frontend for Connections<'_> {
         let Some(idx) = self.conns.polled(token, io) else {
             return;
         };
-        let stopping = self.stopping;
-        let conn = self.conns.at(idx).expect("a polled connection");
-        let mut ctx = Ctx {
-            pending: &mut self.pending,
-            split_reads: &mut self.split_reads,
-            writes_started: &mut self.writes_started,
-            stats: &mut self.server.stats,
-        };
-        read_requests(conn, io, &mut ctx, stopping);
-        self.stale_reads_ahead();
+        self.read_from(idx, io);
     }
 
     fn on_wake(&mut self, io: &mut Io<'_>) {
@@ -440,7 +431,6 @@ impl Connections<'_> {
     /// ([`MAX_INFLIGHT_PER_CONN`], [`MAX_HELD_BYTES_PER_CONN`]) that are
     /// below them now.
     fn resume_paused(&mut self, io: &mut Io<'_>) {
-        let stopping = self.stopping;
         for idx in 0..self.conns.slots() {
             let Some(c) = self.conns.at(idx) else {
                 continue;
@@ -448,15 +438,23 @@ impl Connections<'_> {
             if c.wire.read_armed || c.wire.closing || !c.can_take() {
                 continue;
             }
-            let mut ctx = Ctx {
-                pending: &mut self.pending,
-                split_reads: &mut self.split_reads,
-                writes_started: &mut self.writes_started,
-                stats: &mut self.server.stats,
-            };
-            read_requests(c, io, &mut ctx, stopping);
-            self.stale_reads_ahead();
+            self.read_from(idx, io);
         }
+    }
+
+    /// Reads what connection `idx` has sent and starts its complete
+    /// requests; then marks the read aheads its writes touched stale.
+    fn read_from(&mut self, idx: usize, io: &mut Io<'_>) {
+        let stopping = self.stopping;
+        let conn = self.conns.at(idx).expect("a live connection");
+        let mut ctx = Ctx {
+            pending: &mut self.pending,
+            split_reads: &mut self.split_reads,
+            writes_started: &mut self.writes_started,
+            stats: &mut self.server.stats,
+        };
+        read_requests(conn, io, &mut ctx, stopping);
+        self.stale_reads_ahead();
     }
 }
 

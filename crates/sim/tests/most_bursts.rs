@@ -97,7 +97,7 @@ fn migrated_after_prewarm_bytes(r: &RunResult) -> f64 {
 
 /// "Cerberus achieves 1.53x higher throughput during workload bursts"
 /// (read-only) and "1.48x higher throughput than HeMem under high load"
-/// (write-only): the issue's bar is 1.4x over the whole of both bursts,
+/// (write-only): here at least 1.4x over the whole of both bursts, the
 /// offload ratio's ramp included. "Cerberus matches HeMem's performance
 /// under low load": within 5 % over each quiet spell's last 45 s. And
 /// MOST's migration after the pre-warm is at most 0.4x Colloid++'s.

@@ -7,17 +7,15 @@
 //! of which fit on the Optane drive) only from the performance device, so
 //! its throughput is that device's closed-loop throughput at the run's
 //! worker count. The tests take that from the device model's closed form
-//! (`closed_loop_throughput`, the calibration's own function), not from a
-//! HeMem run.
+//! (`closed_loop_throughput`, the calibration's own function, through the
+//! tests' `device_ops_per_s`), not from a HeMem run.
 
 use tiermux_core::Op;
-use tiermux_device::calibrate::closed_loop_throughput;
-use tiermux_device::lookup_profile;
 use tiermux_sim::sim::Sample;
 use tiermux_sim::RunResult;
 
 mod common;
-use common::{get, run_file};
+use common::{device_ops_per_s, get, run_file};
 
 /// The burst spells, (start, end] in simulated seconds.
 const BURSTS_S: [(f64, f64); 2] = [(120.0, 240.0), (300.0, 420.0)];
@@ -64,13 +62,10 @@ fn spells_mean(r: &RunResult, spells: &[(f64, f64)], skip_s: f64) -> (f64, u32) 
 }
 
 /// HeMem's throughput with `workers` closed-loop workers: the Optane
-/// drive's, all requests 4 KiB in direction `dir`.
+/// drive's (the file's first device), all requests 4 KiB reads or writes.
 fn hemem_ops_per_s(dir: Op, workers: u32) -> f64 {
-    let optane = lookup_profile("optane-p4800x", &[])
-        .unwrap()
-        .model()
-        .unwrap();
-    closed_loop_throughput(&optane, dir, 4096, workers)
+    let read_share = if dir == Op::Read { 1.0 } else { 0.0 };
+    device_ops_per_s("most-fig5-bursts.toml", read_share, workers)[0]
 }
 
 /// A controller variable of the sample nearest before `t_s`.

@@ -6,9 +6,13 @@
 //!
 //! Every change is a read-modify-write of the bucket. Operations on a
 //! bucket run one after another: while a bucket is busy its image in DRAM,
-//! with every queued change applied, is the bucket's state; lookups are
-//! answered from it, and changes that arrive during a write are written
-//! next. A bucket whose content is unknown (a failed read or write) is
+//! with every queued change applied, is the bucket's state, and changes
+//! that arrive during a write are written next. A lookup costs a read of
+//! the bucket, as BigHash's does, even when the bucket is busy: it waits
+//! for the write in flight, shares a read with the lookups waiting beside
+//! it, and is answered from the image when that read ends. (Answered from
+//! the image at once, a bucket that a stream of changes keeps busy served
+//! its lookups from DRAM for nothing.) A bucket whose content is unknown (a failed read or write) is
 //! *poisoned*: it reads as empty until a write of a fresh image succeeds,
 //! so an old copy of a removed item can never come back.
 
@@ -150,6 +154,10 @@ struct Busy {
     image: Option<Image>,
     queued: VecDeque<Step>,
     write: Option<IoId>,
+    /// A read for `lookups` in flight (the image is known).
+    lookup_read: Option<IoId>,
+    /// Lookups (tag, key) waiting for the next read of the bucket.
+    lookups: Vec<(u64, Bytes)>,
     /// The image changed since the last write was issued.
     changed: bool,
 }
@@ -215,7 +223,12 @@ impl Soc {
         let b = self.bucket_of(hash);
         if let Some(busy) = self.busy.get_mut(&b) {
             match &busy.image {
-                Some(img) => found.push(answer(img, tag, &key)),
+                Some(_) => {
+                    busy.lookups.push((tag, key));
+                    if busy.write.is_none() && busy.lookup_read.is_none() {
+                        self.read_for_lookups(b, io);
+                    }
+                }
                 None => busy.queued.push_back(Step::Lookup { tag, key }),
             }
             return;
@@ -268,7 +281,7 @@ impl Soc {
                 Some(img) => {
                     apply(img, step, &mut Vec::new());
                     busy.changed = true;
-                    if busy.write.is_none() {
+                    if busy.write.is_none() && busy.lookup_read.is_none() {
                         self.write(b, io);
                     }
                 }
@@ -295,16 +308,30 @@ impl Soc {
             None => {
                 busy.queued.push_back(step);
                 self.busy.insert(b, busy);
-                let id = io.push(
-                    self.offset(b),
-                    IoKind::Read {
-                        len_bytes: BUCKET_BYTES as u32,
-                    },
-                );
-                self.stats.reads += 1;
-                self.ios.insert(id, b);
+                self.read(b, io);
             }
         }
+    }
+
+    /// Issues a read of bucket `b`.
+    fn read(&mut self, b: u32, io: &mut IoQueue) -> IoId {
+        let id = io.push(
+            self.offset(b),
+            IoKind::Read {
+                len_bytes: BUCKET_BYTES as u32,
+            },
+        );
+        self.stats.reads += 1;
+        self.ios.insert(id, b);
+        id
+    }
+
+    /// Reads busy bucket `b` for the lookups waiting on it.
+    fn read_for_lookups(&mut self, b: u32, io: &mut IoQueue) {
+        let id = self.read(b, io);
+        let busy = self.busy.get_mut(&b).expect("a busy bucket");
+        assert!(busy.write.is_none() && busy.lookup_read.is_none());
+        busy.lookup_read = Some(id);
     }
 
     fn write(&mut self, b: u32, io: &mut IoQueue) {
@@ -345,6 +372,19 @@ impl Soc {
         if busy.write == Some(id) {
             busy.write = None;
             self.poisoned[b as usize] = result.is_err();
+            if !busy.lookups.is_empty() {
+                self.read_for_lookups(b, io);
+                return true;
+            }
+        } else if busy.lookup_read == Some(id) {
+            busy.lookup_read = None;
+            let img = busy
+                .image
+                .as_ref()
+                .expect("a read for lookups has an image");
+            for (tag, key) in busy.lookups.drain(..) {
+                found.push(answer(img, tag, &key));
+            }
         } else {
             assert!(
                 busy.image.is_none(),
@@ -393,6 +433,49 @@ fn apply(img: &mut Image, step: Step, found: &mut Vec<Found>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lookup of a bucket whose write is in flight waits for that write,
+    /// then costs a read of its own, and sees the item the write holds.
+    #[test]
+    fn a_lookup_of_a_busy_bucket_reads_it_after_its_write() {
+        let mut soc = Soc::new(0, 4, 1);
+        let mut io = IoQueue::default();
+        let mut found = Vec::new();
+        let key = Bytes::from("k");
+        soc.insert(key.clone(), Bytes::from("v"), u64::MAX, &mut io);
+        let write = io.pop().expect("the insert's write");
+        assert!(matches!(write.kind, IoKind::Write { .. }));
+        soc.lookup(7, key.clone(), &mut io, &mut found);
+        assert!(
+            found.is_empty() && io.pop().is_none(),
+            "waits for the write"
+        );
+        assert!(soc.complete(write.id, Ok(&[]), &mut io, &mut found));
+        let read = io.pop().expect("the lookup's read");
+        assert!(matches!(read.kind, IoKind::Read { .. }));
+        assert!(found.is_empty());
+        // A change of the bucket that comes while the read is in flight
+        // waits for it.
+        let bucket = |k: &Bytes| soc.bucket_of(crate::hash_key(k));
+        let other = (0..)
+            .map(|i| Bytes::from(format!("k{i}")))
+            .find(|k| *k != key && bucket(k) == bucket(&key))
+            .unwrap();
+        soc.insert(other, Bytes::from("w"), u64::MAX, &mut io);
+        assert!(io.pop().is_none(), "no write while the read is in flight");
+        assert!(soc.complete(read.id, Ok(&[0; BUCKET_BYTES]), &mut io, &mut found));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].tag, 7);
+        assert_eq!(
+            found[0].item.as_ref().map(|i| i.0.clone()),
+            Some(Bytes::from("v"))
+        );
+        assert!(matches!(
+            io.pop().map(|r| r.kind),
+            Some(IoKind::Write { .. })
+        ));
+        assert_eq!(soc.stats().reads, 1);
+    }
 
     #[test]
     fn a_bucket_image_round_trips_and_a_foreign_one_reads_empty() {

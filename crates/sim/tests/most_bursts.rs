@@ -35,9 +35,7 @@ fn runs(label: &str, policies: &[&str]) -> Vec<RunResult> {
 
 /// The mean throughput of `r` over the 1 s samples that end in spell
 /// (start, end], from `skip_s` after its start, requests per second; and
-/// the spell's worker count. A sample reports the throughput of the second
-/// that ends at its time but the worker count at that time, so the last
-/// sample already shows the next spell's count and is left out of that.
+/// the spell's worker count, which every one of those samples must show.
 fn spell_mean(r: &RunResult, (start_s, end_s): (f64, f64), skip_s: f64) -> (f64, u32) {
     let picked: Vec<&Sample> = r
         .samples
@@ -46,8 +44,7 @@ fn spell_mean(r: &RunResult, (start_s, end_s): (f64, f64), skip_s: f64) -> (f64,
         .collect();
     assert!(picked.len() >= 2, "no samples in ({start_s}, {end_s}]");
     let workers = picked[0].load;
-    let before_end = &picked[..picked.len() - 1];
-    assert!(before_end.iter().all(|s| s.load == workers), "load changes");
+    assert!(picked.iter().all(|s| s.load == workers), "load changes");
     let mean = picked.iter().map(|s| s.throughput_ops_per_s).sum::<f64>() / picked.len() as f64;
     (mean, workers as u32)
 }

@@ -277,6 +277,10 @@ pub struct Simulator {
     next_worker: u32,
     open_rate: f64,
     load_factor: f64,
+    /// The load (`Sample::load`) integrated over the sample interval so
+    /// far, load × ns, and the time up to which it is integrated.
+    load_integral: f64,
+    load_integrated_to_ns: u64,
     rng: Rng,
     reads_checked: u64,
     dropped: u64,
@@ -392,6 +396,8 @@ impl Simulator {
             next_worker: 0,
             open_rate: 0.0,
             load_factor: 1.0,
+            load_integral: 0.0,
+            load_integrated_to_ns: 0,
             rng: Rng::new(cfg.seed ^ 0xC11E),
             reads_checked: 0,
             dropped: 0,
@@ -527,6 +533,7 @@ impl Simulator {
     }
 
     fn load_change(&mut self) {
+        self.integrate_load();
         let t_s = self.now as f64 / 1e9;
         let f = self.r.cfg.client.schedule.factor(t_s);
         match self.r.client {
@@ -592,6 +599,7 @@ impl Simulator {
                 None => {
                     // The trace is done: this worker stops.
                     if worker != u32::MAX {
+                        self.integrate_load();
                         self.running_workers -= 1;
                     }
                     return self.end_if_trace_done();

@@ -55,7 +55,9 @@ pub struct Sample {
     pub hit_ratio: f64,
     /// Bytes per second per device.
     pub device_bytes_per_s: Vec<f64>,
-    /// Active closed-loop workers (or the open-loop rate multiplier).
+    /// Active closed-loop workers (or the open-loop rate multiplier, or a
+    /// recorded trace's speed-up), averaged over the sample interval as
+    /// the throughput is.
     pub load: f64,
     /// Controller variables.
     pub controller: Vec<(String, f64)>,
@@ -208,11 +210,8 @@ impl Simulator {
                 v
             })
             .collect();
-        let load = match self.r.client {
-            ClientMode::Closed { .. } => (self.running_workers - self.retiring) as f64,
-            ClientMode::Open { .. } | ClientMode::Load { .. } => self.load_factor,
-            ClientMode::Recorded { speedup } => speedup,
-        };
+        self.integrate_load();
+        let load = std::mem::take(&mut self.load_integral) / self.sample_ns as f64;
         self.samples.push(Sample {
             t_s: self.now as f64 / 1e9,
             throughput_ops_per_s: a.requests as f64 / secs,
@@ -227,6 +226,26 @@ impl Simulator {
             controller: self.controller_state(),
         });
         self.push(self.now + self.sample_ns, Ev::Sample);
+    }
+
+    /// The load offered now: active closed-loop workers (those asked to
+    /// retire no longer count), or the open-loop rate multiplier, or a
+    /// recorded trace's speed-up.
+    fn current_load(&self) -> f64 {
+        match self.r.client {
+            ClientMode::Closed { .. } => (self.running_workers - self.retiring) as f64,
+            ClientMode::Open { .. } | ClientMode::Load { .. } => self.load_factor,
+            ClientMode::Recorded { speedup } => speedup,
+        }
+    }
+
+    /// Adds the load offered since the last call to the sample interval's
+    /// integral; called before the load changes and when a sample is taken.
+    pub(super) fn integrate_load(&mut self) {
+        assert!(self.now >= self.load_integrated_to_ns, "time ran backwards");
+        let held_ns = self.now - self.load_integrated_to_ns;
+        self.load_integral += self.current_load() * held_ns as f64;
+        self.load_integrated_to_ns = self.now;
     }
 
     pub(super) fn controller_state(&self) -> Vec<(String, f64)> {

@@ -12,9 +12,10 @@
 //! for the write in flight, shares a read with the lookups waiting beside
 //! it, and is answered from the image when that read ends. (Answered from
 //! the image at once, a bucket that a stream of changes keeps busy served
-//! its lookups from DRAM for nothing.) A bucket whose content is unknown (a failed read or write) is
-//! *poisoned*: it reads as empty until a write of a fresh image succeeds,
-//! so an old copy of a removed item can never come back.
+//! its lookups from DRAM for nothing.) A bucket whose content is unknown
+//! (a failed read or write) is *poisoned*: it reads as empty until a write
+//! of a fresh image succeeds, so an old copy of a removed item can never
+//! come back.
 
 use std::collections::{HashMap, VecDeque};
 

@@ -24,6 +24,7 @@ pub mod raid1;
 pub mod sib;
 pub mod split;
 pub mod srac;
+pub mod stable;
 pub mod stacked;
 pub mod stripe;
 pub mod tica;

@@ -39,6 +39,7 @@
 //! some clean hits to the capacity device (`docs/experiments.md`).
 
 use super::cache::{CachePair, CachePolicy, Scheduler};
+use super::stable::{StableRule, StableWait};
 use super::{param_err, Registered};
 use crate::hist::Histogram;
 use crate::observe::Observation;
@@ -241,8 +242,7 @@ pub struct Nhc {
     /// The load_admit value the current probe cycle is centered on.
     center: f64,
     tuning: bool,
-    stable_meter: Meter,
-    prev_hit_ratio: Option<f64>,
+    stable_wait: StableWait,
     probe: Probe,
     probe_meter: Meter,
     cycle_meter: Meter,
@@ -263,8 +263,7 @@ impl Nhc {
             load_admit: 1.0,
             center: 1.0,
             tuning: false,
-            stable_meter: Meter::default(),
-            prev_hit_ratio: None,
+            stable_wait: StableWait::default(),
             probe: Probe::Center,
             probe_meter: Meter::default(),
             cycle_meter: Meter::default(),
@@ -281,8 +280,7 @@ impl Nhc {
         self.data_admit = true;
         self.load_admit = 1.0;
         self.center = 1.0;
-        self.prev_hit_ratio = None;
-        self.stable_meter.clear();
+        self.stable_wait.restart();
     }
 
     fn enter_state2(&mut self, miss: f64) {
@@ -302,24 +300,14 @@ impl Nhc {
     }
 
     fn state1_tick(&mut self, obs: &Observation) {
-        self.stable_meter.add(obs, false);
-        let m = &self.stable_meter;
-        if m.ns < self.cfg.stable_window_ns || m.reads < self.cfg.min_window_ops {
-            return;
-        }
-        let miss = m.miss_ratio().unwrap_or(1.0);
-        let hit = 1.0 - miss;
-        let mut tol = self.cfg.stable_tolerance;
-        if self.cfg.noise_aware {
-            // Difference of two independent window estimates: 3 standard errors.
-            tol = tol.max(3.0 * (2.0 * hit * miss / m.reads as f64).sqrt());
-        }
-        let stable = self
-            .prev_hit_ratio
-            .is_some_and(|prev| (hit - prev).abs() <= tol);
-        self.prev_hit_ratio = Some(hit);
-        self.stable_meter.clear();
-        if stable && miss <= self.cfg.max_miss_ratio {
+        let rule = StableRule {
+            window_ns: self.cfg.stable_window_ns,
+            tolerance: self.cfg.stable_tolerance,
+            noise_aware: self.cfg.noise_aware,
+            max_miss_ratio: self.cfg.max_miss_ratio,
+            min_reads: self.cfg.min_window_ops,
+        };
+        if let Some(miss) = self.stable_wait.tick(obs, &rule) {
             self.enter_state2(miss);
         }
     }

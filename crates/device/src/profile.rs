@@ -516,6 +516,7 @@ fn orthus_table1_memory(v: &mut Vec<ProfileSpec>) {
 /// Numbers": 4 KiB random reads at QD1 and QD16 on the P4800X and on the
 /// Intel P3700 NVMe flash SSD.
 const ANANDTECH_P4800X: &str = "AnandTech, Intel Optane SSD DC P4800X review (2017)";
+const P4800X_MIXED: &str = "Intel Optane SSD DC P4800X datasheet (as printed by AnandTech): 500,000 IOPS of 4 KiB 70/30 mixed reads and writes at QD16";
 
 /// The Orthus Table 1 low-latency SSD (Optane 905P): Table 1's latency and
 /// large-transfer bandwidth, with the size- and concurrency-dependence
@@ -553,7 +554,7 @@ fn orthus_optane_ssd() -> ProfileSpec {
         &["read.p99_over_p50"],
         &format!("{ANANDTECH_P4800X}: QD1 4 KiB random read median 9 µs, 99th percentile 10 µs"),
     );
-    cite(&mut optane, &["write_interference"], "Intel Optane SSD DC P4800X datasheet (as printed by AnandTech): 500,000 IOPS of 4 KiB 70/30 mixed reads and writes at QD16, against 550,000 reads (measured 584.8k) and 500,000 writes: reads at 30 % writes cost 1 + 0.57 x 0.3 times as much");
+    cite(&mut optane, &["write_interference"], &format!("{P4800X_MIXED}, against 550,000 reads (measured 584.8k) and 500,000 writes: reads at 30 % writes cost 1 + 0.57 x 0.3 times as much"));
     cite(&mut optane, &["channels"], "AnandTech, Intel Optane SSD 900P review (2017): the 900P/P4800X controller has a seven-channel interface to the 3D XPoint memory (the 905P keeps the platform)");
     optane
 }
@@ -680,6 +681,9 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
         &["read.p99_over_p50"],
         &format!("{ANANDTECH_P4800X}: QD1 4 KiB random read median 9 µs, 99th percentile 10 µs"),
     );
+    // 1 / 500k = 0.7 r (1 + 0.3 f) + 0.3 w with r = w = 4096 B / 2.2 GB/s.
+    p4800x.write_interference = 0.353;
+    cite(&mut p4800x, &["write_interference"], &format!("{P4800X_MIXED}, against this profile's 2.2 GB/s (537k IOPS) of 4 KiB reads and of writes: reads at 30 % writes cost 1 + 0.353 x 0.3 times as much (the MOST paper reports interference, less severe than the flash SSDs')"));
     v.push(p4800x);
     v.push(most_table1(
         "nvme-pcie4",
@@ -697,6 +701,9 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
     );
     pcie3.read.p99_over_p50 = Some(96.0 / 76.0);
     cite(&mut pcie3, &["read.p99_over_p50"], &format!("{ANANDTECH_P4800X}: QD1 4 KiB random read on the Intel P3700, a PCIe 3 NVMe flash SSD: median 76 µs, 99th percentile 96 µs"));
+    // 1 / 265k = 0.7 r (1 + 0.3 f) + 0.3 w with r = 1 / 460k, w = 1 / 175k.
+    pcie3.write_interference = 1.178;
+    cite(&mut pcie3, &["write_interference"], "Intel SSD DC P3700 product specification (330566-005US), a PCIe 3 NVMe flash SSD standing in for the 960 (no mixed figure published): 4 KiB random 70/30 reads and writes up to 265K IOPS, against 460K reads and 175K writes: reads at 30 % writes cost 1 + 1.178 x 0.3 times as much (the MOST paper: NVMe and SATA \"exhibit more severe read/write interference than the Optane device\")");
     v.push(pcie3);
     v.push(most_table1(
         "nvme-rdma",

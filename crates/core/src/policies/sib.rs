@@ -233,7 +233,7 @@ impl Learned {
 /// Where the controller is in its cycle.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Phase {
-    /// load_admit 1 until the miss ratio is stable.
+    /// Until the miss ratio is stable; load_admit keeps its value.
     Wait,
     /// Stepping down while the front end gets faster; `base` is the value
     /// kept so far (the window runs at one step below it).

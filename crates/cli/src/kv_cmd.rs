@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tiermux_engine::config::{parse_size, Listen};
 use tiermux_engine::reactor::{build_reactor, precise_timers};
 use tiermux_engine::{Runtime, Volume, VolumeConfig};
-use tiermux_kv::{CacheConfig, Machine, MachineConfig, StoreConfig};
+use tiermux_kv::{CacheConfig, Machine, MachineConfig, RegionEviction, StoreConfig};
 use tiermux_server::kv::KvServer;
 
 /// The key-value layer's commands.
@@ -68,6 +68,8 @@ struct KvTable {
     region_buffers: Option<u32>,
     /// Discard (TRIM) each evicted region on the volume (default true).
     trim_regions: Option<bool>,
+    /// Which region goes first: "lru" (default) or "fifo".
+    region_eviction: Option<String>,
     /// Items that may wait for a large-object region ("256MiB").
     insert_queue: Option<String>,
     /// Store: bytes of each key-index checkpoint slot ("32MiB").
@@ -88,6 +90,7 @@ impl KvTable {
             (self.region.is_some(), "region"),
             (self.region_buffers.is_some(), "region_buffers"),
             (self.trim_regions.is_some(), "trim_regions"),
+            (self.region_eviction.is_some(), "region_eviction"),
             (self.insert_queue.is_some(), "insert_queue"),
         ]
         .into_iter()
@@ -115,6 +118,12 @@ impl KvTable {
             region_bytes: u32::try_from(region).context("kv.region: larger than 4 GiB")?,
             region_buffers: self.region_buffers.unwrap_or(d.region_buffers),
             trim_regions: self.trim_regions.unwrap_or(d.trim_regions),
+            region_eviction: match self.region_eviction.as_deref() {
+                None => d.region_eviction,
+                Some(name) => RegionEviction::from_name(name).with_context(|| {
+                    format!("kv.region_eviction: '{name}' is not \"lru\" or \"fifo\"")
+                })?,
+            },
             insert_queue_bytes: size("insert_queue", &self.insert_queue, d.insert_queue_bytes)?,
             generation: start_generation(),
         })
@@ -314,6 +323,7 @@ mod tests {
             panic!("a cache")
         };
         assert_eq!(c.insert_queue_bytes, 16 << 20);
+        assert_eq!(c.region_eviction, RegionEviction::Lru);
         let (_, store, listen) = load(&example("kv-store.toml"), &dir).expect("kv-store.toml");
         let MachineConfig::Store(s) = store else {
             panic!("a store")
@@ -323,6 +333,29 @@ mod tests {
             (32 << 20, 128 << 20)
         );
         assert_eq!(listen.to_string(), "tcp:127.0.0.1:6380");
+    }
+
+    #[test]
+    fn an_unknown_region_eviction_is_named() {
+        let dir = std::env::temp_dir().join(format!("tiermux-kvev-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
+        let path = dir.join("bad.toml");
+        let bad = text.replace("region_eviction = \"lru\"", "region_eviction = \"lfu\"");
+        assert_ne!(bad, text, "the example sets region_eviction");
+        std::fs::write(&path, bad).expect("write");
+        let Err(e) = load(&path, &dir) else {
+            panic!("an eviction named lfu was taken")
+        };
+        let err = format!("{e:#}");
+        assert!(err.contains("kv.region_eviction: 'lfu'"), "{err}");
+        let fifo = text.replace("region_eviction = \"lru\"", "region_eviction = \"fifo\"");
+        std::fs::write(&path, fifo).expect("write");
+        let (_, cache, _) = load(&path, &dir).expect("fifo");
+        let MachineConfig::Cache(c) = cache else {
+            panic!("a cache")
+        };
+        assert_eq!(c.region_eviction, RegionEviction::Fifo);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::command::{Command, Reply};
 use crate::dram::{Dram, DramItem};
 use crate::io::{IoId, IoQueue, IoRequest, BLOCK_BYTES};
 use crate::item::{self, MAX_KEY_BYTES};
-use crate::loc::{Loc, LocStats};
+use crate::loc::{Loc, LocStats, RegionEviction};
 use crate::soc::{Found, Soc, SocStats, BUCKET_BYTES, BUCKET_ITEM_BYTES};
 
 /// How a cache is laid out and sized.
@@ -39,6 +39,8 @@ pub struct CacheConfig {
     pub region_buffers: u32,
     /// Discard (TRIM) each evicted region on the volume before reusing it.
     pub trim_regions: bool,
+    /// Which large-object region is evicted when a clean one is needed.
+    pub region_eviction: RegionEviction,
     /// Bytes of items that may wait for a large-object region when none
     /// can take them now (CacheLib's parcel memory); past it, an item
     /// DRAM evicts is dropped.
@@ -57,6 +59,7 @@ impl Default for CacheConfig {
             region_bytes: 1 << 20,
             region_buffers: 4,
             trim_regions: true,
+            region_eviction: RegionEviction::Lru,
             insert_queue_bytes: 256 << 20,
             generation: 1,
         }
@@ -224,6 +227,7 @@ impl Cache {
                 cfg.region_buffers,
                 cfg.trim_regions,
                 cfg.insert_queue_bytes,
+                cfg.region_eviction,
             )
         });
         Ok(Cache {

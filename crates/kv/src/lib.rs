@@ -28,6 +28,7 @@ pub mod store;
 pub use cache::{Cache, CacheConfig, CacheStats};
 pub use command::{Command, Reply};
 pub use io::{IoId, IoKind, IoRequest, BLOCK_BYTES};
+pub use loc::RegionEviction;
 pub use machine::{Machine, MachineConfig, Summary};
 pub use store::{Store, StoreConfig, StoreStats};
 

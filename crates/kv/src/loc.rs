@@ -2,10 +2,14 @@
 //! into regions; items are appended to the open region's buffer in DRAM,
 //! a full region is written in one request, and a DRAM index maps each
 //! key's hash to its place. A pool of clean regions is kept ready (as
-//! CacheLib's reclaim does): when it runs low, the oldest sealed region is
-//! evicted whole (FIFO), its items leave the index, and, with
-//! `trim_regions`, its bytes are discarded on the volume (a TRIM) before
-//! it is reused, so that the volume sees the next write there as new data.
+//! CacheLib's reclaim does): when it runs low, a sealed region is evicted
+//! whole, its items leave the index, and, with `trim_regions`, its bytes
+//! are discarded on the volume (a TRIM) before it is reused, so that the
+//! volume sees the next write there as new data. Which region goes is
+//! [`RegionEviction`]'s choice: by default the least recently read, as
+//! CacheLib's region LRU (its default, `blockCacheLru`) moves a region to
+//! the head of its list on every lookup it answers; or the oldest written
+//! (FIFO).
 //!
 //! Items in the open region or in one being written are read from its
 //! buffer; a sealed region with reads in flight is not evicted, so a read
@@ -20,7 +24,7 @@
 //! found by lookups (CacheLib's navy does not see puts in flight either),
 //! and a newer insert or a removal of its key cancels it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use bytes::Bytes;
 
@@ -41,11 +45,37 @@ enum State {
 /// Clean regions the cache keeps ready, evicting ahead of need.
 const CLEAN_REGIONS: usize = 2;
 
+/// Which sealed region the large-object cache evicts when it needs a
+/// clean one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RegionEviction {
+    /// The region least recently read (a lookup it answered moves it to
+    /// the front), as CacheLib's default region LRU.
+    #[default]
+    Lru,
+    /// The region written longest ago, whatever was read from it.
+    Fifo,
+}
+
+impl RegionEviction {
+    /// The eviction a configuration names: `"lru"` or `"fifo"`.
+    pub fn from_name(name: &str) -> Option<RegionEviction> {
+        match name {
+            "lru" => Some(RegionEviction::Lru),
+            "fifo" => Some(RegionEviction::Fifo),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Region {
     state: State,
     /// Reads in flight.
     readers: u32,
+    /// The region's place in the eviction order while it is sealed (its
+    /// key in `Loc::sealed`).
+    stamp: u64,
     /// Hashes of the items appended since the region was opened.
     hashes: Vec<u64>,
     /// The region's bytes while it is open or being written.
@@ -109,7 +139,10 @@ pub struct Loc {
     regions: Vec<Region>,
     index: HashMap<u64, Slot>,
     open: Option<u32>,
-    sealed: VecDeque<u32>,
+    /// Sealed regions by stamp: the first is evicted first.
+    sealed: BTreeMap<u64, u32>,
+    next_stamp: u64,
+    eviction: RegionEviction,
     free: Vec<u32>,
     /// Regions whose discard is in flight.
     trimming: u32,
@@ -133,7 +166,8 @@ impl Loc {
     /// An empty cache of `regions` regions of `region_bytes` from byte
     /// `base`, with at most `max_buffers` regions in DRAM (the open one and
     /// those being written); `trim_regions` discards evicted regions;
-    /// inserts wait for a region up to `max_waiting_bytes` of items.
+    /// inserts wait for a region up to `max_waiting_bytes` of items;
+    /// `eviction` picks the region to evict.
     pub fn new(
         base: u64,
         region_bytes: u32,
@@ -141,6 +175,7 @@ impl Loc {
         max_buffers: u32,
         trim_regions: bool,
         max_waiting_bytes: u64,
+        eviction: RegionEviction,
     ) -> Loc {
         assert!(
             base.is_multiple_of(BLOCK_BYTES) && (region_bytes as u64).is_multiple_of(BLOCK_BYTES)
@@ -156,13 +191,16 @@ impl Loc {
                 .map(|_| Region {
                     state: State::Free,
                     readers: 0,
+                    stamp: 0,
                     hashes: Vec::new(),
                     buf: Vec::new(),
                 })
                 .collect(),
             index: HashMap::new(),
             open: None,
-            sealed: VecDeque::new(),
+            sealed: BTreeMap::new(),
+            next_stamp: 0,
+            eviction,
             free: (0..regions).rev().collect(),
             trimming: 0,
             trim_regions,
@@ -332,20 +370,31 @@ impl Loc {
         Some(r)
     }
 
-    /// Evicts the oldest sealed regions without reads in flight until the
-    /// clean pool is full (counting those being discarded).
+    /// Evicts sealed regions without reads in flight, first in the
+    /// eviction order first, until the clean pool is full (counting those
+    /// being discarded).
     fn reclaim(&mut self, io: &mut IoQueue) {
         while self.free.len() + (self.trimming as usize) < CLEAN_REGIONS {
-            let Some(at) = self
+            let Some((&stamp, &r)) = self
                 .sealed
                 .iter()
-                .position(|&r| self.regions[r as usize].readers == 0)
+                .find(|(_, &r)| self.regions[r as usize].readers == 0)
             else {
                 return;
             };
-            let r = self.sealed.remove(at).expect("a position in the queue");
+            self.sealed.remove(&stamp);
             self.evict(r, io);
         }
+    }
+
+    /// Puts sealed region `r` last in the eviction order.
+    fn track(&mut self, r: u32) {
+        let region = &mut self.regions[r as usize];
+        assert_eq!(region.state, State::Sealed);
+        self.sealed.remove(&region.stamp);
+        self.next_stamp += 1;
+        region.stamp = self.next_stamp;
+        self.sealed.insert(region.stamp, r);
     }
 
     /// Evicts sealed region `r`: its items leave the index, and it is
@@ -473,7 +522,7 @@ impl Loc {
                 region.buf = Vec::new();
                 if result.is_ok() {
                     region.state = State::Sealed;
-                    self.sealed.push_back(r);
+                    self.track(r);
                 } else {
                     self.forget(r);
                     self.free.push(r);
@@ -502,6 +551,9 @@ impl Loc {
                     }
                     _ => Found { tag, item: None },
                 };
+                if answer.item.is_some() && self.eviction == RegionEviction::Lru {
+                    self.track(region);
+                }
                 found.push(answer);
             }
         }
@@ -529,7 +581,7 @@ mod tests {
     /// has no buffer until its write completes.
     fn one_buffer(max_waiting_bytes: u64) -> (Loc, IoQueue) {
         (
-            Loc::new(0, 8192, 4, 1, false, max_waiting_bytes),
+            Loc::new(0, 8192, 4, 1, false, max_waiting_bytes, RegionEviction::Lru),
             IoQueue::default(),
         )
     }
@@ -538,14 +590,10 @@ mod tests {
         Bytes::from(vec![byte; 5000])
     }
 
-    /// Completes every request in the queue (reads see zeros).
+    /// Completes every request in the queue (reads see only what these
+    /// requests wrote).
     fn complete_all(loc: &mut Loc, io: &mut IoQueue) {
-        while let Some(req) = io.pop() {
-            io.completed();
-            let zeros = vec![0u8; req.len_bytes() as usize];
-            let mut found = Vec::new();
-            assert!(loc.complete(req.id, Ok(&zeros), io, &mut found));
-        }
+        complete_on(loc, io, &mut Vec::new());
     }
 
     /// The value a lookup of `key` answers now (from a buffer).
@@ -554,6 +602,74 @@ mod tests {
         loc.lookup(7, Bytes::from_static(key), io, &mut found);
         assert_eq!(found.len(), 1, "answered from a buffer");
         found.pop().unwrap().item.map(|(v, _)| v)
+    }
+
+    /// Completes every request in the queue against `disk`: writes land
+    /// there, reads return what it holds.
+    fn complete_on(loc: &mut Loc, io: &mut IoQueue, disk: &mut Vec<u8>) {
+        while let Some(req) = io.pop() {
+            io.completed();
+            let at = req.offset as usize;
+            let end = at + req.len_bytes() as usize;
+            if disk.len() < end {
+                disk.resize(end, 0);
+            }
+            let read = match &req.kind {
+                IoKind::Write { data, .. } => {
+                    disk[at..end].copy_from_slice(data);
+                    Vec::new()
+                }
+                IoKind::Read { .. } => disk[at..end].to_vec(),
+                IoKind::Trim { .. } => Vec::new(),
+            };
+            let mut found = Vec::new();
+            assert!(loc.complete(req.id, Ok(&read), io, &mut found));
+        }
+    }
+
+    /// Six regions of one 5,000-byte item each: keys 0 to 3 written
+    /// (0, 1 and 2 sealed, 3 open), key 0 read back, then keys 4 and 5:
+    /// opening their regions evicts two sealed ones. Which keys are left.
+    fn left_after_reading_the_oldest(eviction: RegionEviction) -> Vec<u8> {
+        let mut loc = Loc::new(0, 8192, 6, 1, false, 1 << 20, eviction);
+        let (mut io, mut disk) = (IoQueue::default(), Vec::new());
+        let key = |k: u8| Bytes::from(vec![b'k', k]);
+        for k in 0..4 {
+            assert!(loc.insert(key(k), value(k), 0, &mut io));
+            complete_on(&mut loc, &mut io, &mut disk);
+        }
+        let mut found = Vec::new();
+        loc.lookup(1, key(0), &mut io, &mut found);
+        assert!(found.is_empty(), "key 0 is read from the volume");
+        let read = io.pop().expect("the read");
+        io.completed();
+        let at = read.offset as usize;
+        let bytes = disk[at..at + read.len_bytes() as usize].to_vec();
+        assert!(loc.complete(read.id, Ok(&bytes), &mut io, &mut found));
+        assert_eq!(
+            found.pop().and_then(|f| f.item).map(|(v, _)| v),
+            Some(value(0))
+        );
+        for k in 4..6 {
+            assert!(loc.insert(key(k), value(k), 0, &mut io));
+            complete_on(&mut loc, &mut io, &mut disk);
+        }
+        assert_eq!(loc.stats().evictions, 2);
+        (0..6).filter(|&k| loc.contains(&key(k))).collect()
+    }
+
+    #[test]
+    fn lru_keeps_the_region_a_lookup_read_and_fifo_does_not() {
+        assert_eq!(
+            left_after_reading_the_oldest(RegionEviction::Lru),
+            vec![0, 3, 4, 5],
+            "LRU evicts the regions of keys 1 and 2, read least recently"
+        );
+        assert_eq!(
+            left_after_reading_the_oldest(RegionEviction::Fifo),
+            vec![2, 3, 4, 5],
+            "FIFO evicts the two written first"
+        );
     }
 
     #[test]

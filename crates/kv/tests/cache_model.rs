@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use tiermux_core::rng::Rng;
 use tiermux_kv::mem::MemStorage;
-use tiermux_kv::{Cache, CacheConfig, Command, Reply};
+use tiermux_kv::{Cache, CacheConfig, Command, RegionEviction, Reply};
 
 /// What a reply may say: every (value, expiry) the key held while the
 /// command was in flight (`None` for absent).
@@ -192,6 +192,11 @@ fn small_config(generation: u64) -> CacheConfig {
         region_bytes: 256 << 10,
         region_buffers: if generation.is_multiple_of(3) { 3 } else { 1 },
         trim_regions: generation.is_multiple_of(2),
+        region_eviction: if generation % 4 < 2 {
+            RegionEviction::Lru
+        } else {
+            RegionEviction::Fifo
+        },
         // Inserts that find no region: dropped, a few waiting, or all.
         insert_queue_bytes: [0, 32 << 10, 256 << 20][generation as usize % 3],
         generation,

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use tiermux_kv::cache::CacheConfig;
-use tiermux_kv::{Machine, MachineConfig, StoreConfig};
+use tiermux_kv::{Machine, MachineConfig, RegionEviction, StoreConfig};
 
 use crate::config::ConfigError;
 
@@ -55,6 +55,11 @@ pub struct KvSpec {
     /// before reusing it, so that tiering sees its next write as new data.
     #[serde(default = "default_true")]
     pub trim_regions: bool,
+    /// Which large-object region goes when a clean one is needed: "lru"
+    /// (the least recently read, CacheLib's default) or "fifo" (the
+    /// oldest written).
+    #[serde(default = "default_region_eviction")]
+    pub region_eviction: String,
     /// Bytes of items that may wait for a large-object region (CacheLib's
     /// parcel memory); past it, items DRAM evicts are dropped.
     #[serde(default = "default_insert_queue_bytes")]
@@ -129,6 +134,9 @@ fn default_region_bytes() -> u32 {
 fn default_region_buffers() -> u32 {
     CacheConfig::default().region_buffers
 }
+fn default_region_eviction() -> String {
+    "lru".into()
+}
 fn default_insert_queue_bytes() -> u64 {
     CacheConfig::default().insert_queue_bytes
 }
@@ -174,6 +182,7 @@ impl KvSpec {
             region_bytes: self.region_bytes,
             region_buffers: self.region_buffers,
             trim_regions: self.trim_regions,
+            region_eviction: RegionEviction::from_name(&self.region_eviction).unwrap_or_default(),
             insert_queue_bytes: self.insert_queue_bytes,
             generation: seed | 1,
         }
@@ -258,6 +267,16 @@ impl KvSpec {
             "mode",
             matches!(self.mode.as_str(), "cache" | "store"),
             || format!("'{}' is not a mode (\"cache\" or \"store\")", self.mode),
+        )?;
+        check(
+            "region_eviction",
+            RegionEviction::from_name(&self.region_eviction).is_some(),
+            || {
+                format!(
+                    "'{}' is not a region eviction (\"lru\" or \"fifo\")",
+                    self.region_eviction
+                )
+            },
         )?;
         let machine = self.machine_config(volume_bytes, 1);
         let valid = match &machine {

@@ -218,6 +218,13 @@ fn bad_key_value_configs_name_the_field() {
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("kv.op_cpu_us:"), "{e}");
+    let mut kv = spec(0.5, 64, 64, [0.0; 3], false);
+    kv.region_eviction = "lfu".into();
+    let e = kv_config("classic", 0, 0.0, 4, 256, kv, 100, 1)
+        .resolve()
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("kv.region_eviction: 'lfu'"), "{e}");
 }
 
 /// A small volume whose large-object cache keeps every item in its region

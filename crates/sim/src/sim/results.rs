@@ -268,12 +268,9 @@ impl Simulator {
         }
     }
 
-    pub(super) fn finish(self) -> RunResult {
-        let secs = (self.end_ns - self.warmup_ns.min(self.end_ns)).max(1) as f64 / 1e9;
-        let w = &self.window;
-        let classified = w.read_hits + w.read_misses;
-        let devices: Vec<DeviceResult> = self
-            .devices
+    /// Each device's counters over the measured `secs`.
+    fn device_results(&self, secs: f64) -> Vec<DeviceResult> {
+        self.devices
             .iter()
             .zip(&self.dev_at_warmup)
             .zip(&self.r.devices)
@@ -308,9 +305,12 @@ impl Simulator {
                     }),
                 }
             })
-            .collect();
-        let convergence_s = self.convergence_after_last_step();
-        let kv = self.kv.as_ref().map(|kv| {
+            .collect()
+    }
+
+    /// The key-value layer's counters since the warm-up, if it ran.
+    fn kv_result(&self) -> Option<KvResult> {
+        self.kv.as_ref().map(|kv| {
             let (now, then) = (kv.stats(), kv.stats_at_warmup);
             KvResult {
                 get_mean_latency_us: kv.get_latency.mean() / 1e3,
@@ -323,7 +323,16 @@ impl Simulator {
                 dropped: now.dropped - then.dropped,
                 refused: kv.refused - kv.refused_at_warmup,
             }
-        });
+        })
+    }
+
+    pub(super) fn finish(self) -> RunResult {
+        let secs = (self.end_ns - self.warmup_ns.min(self.end_ns)).max(1) as f64 / 1e9;
+        let w = &self.window;
+        let classified = w.read_hits + w.read_misses;
+        let devices = self.device_results(secs);
+        let convergence_s = self.convergence_after_last_step();
+        let kv = self.kv_result();
         let powered: Vec<f64> = devices.iter().filter_map(|d| d.energy_j).collect();
         let energy_j = (!powered.is_empty()).then(|| powered.iter().sum());
         let ssds = || {

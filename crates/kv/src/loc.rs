@@ -49,8 +49,8 @@ const CLEAN_REGIONS: usize = 2;
 /// clean one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RegionEviction {
-    /// The region least recently read (a lookup it answered moves it to
-    /// the front), as CacheLib's default region LRU.
+    /// The region least recently read (a lookup it answers puts it last
+    /// in the eviction order), as CacheLib's default region LRU.
     #[default]
     Lru,
     /// The region written longest ago, whatever was read from it.

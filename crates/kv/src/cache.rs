@@ -189,6 +189,10 @@ pub struct CacheStats {
     pub to_soc: u64,
     /// Items DRAM evicted to the large-object cache.
     pub to_loc: u64,
+    /// Unchanged items promoted from flash that DRAM evicted after their
+    /// flash copy was gone, and so wrote again (CacheLib's
+    /// `numNvmPutFromClean`).
+    pub rewritten_clean: u64,
     /// The small-object cache's counters.
     pub soc: SocStats,
     /// The large-object cache's counters.
@@ -486,12 +490,29 @@ impl Cache {
         self.replies.push_back((l.tag, reply));
     }
 
+    /// Whether the flash cache an item of `len` encoded bytes goes to may
+    /// still hold `key` (the small-object cache's Bloom filter never
+    /// misses a key it holds; the large-object cache's index is exact).
+    fn flash_may_hold(&self, key: &[u8], len: usize) -> bool {
+        match (&self.soc, &self.loc) {
+            (Some(soc), _) if len <= self.cfg.small_item_max_bytes as usize => soc.may_hold(key),
+            (_, Some(loc)) => loc.contains(key),
+            _ => false,
+        }
+    }
+
     /// Moves an item DRAM evicted to the flash cache its size calls for.
     fn demote(&mut self, key: Bytes, it: DramItem) {
-        if it.on_flash {
-            return;
-        }
         let len = item::encoded_len(key.len(), it.value.len());
+        if it.on_flash {
+            if self.flash_may_hold(&key, len) {
+                return;
+            }
+            // Its flash copy was evicted while it sat in DRAM: written
+            // again, as CacheLib puts an item its evict callback marked
+            // `NvmEvicted`.
+            self.stats.rewritten_clean += 1;
+        }
         if len <= self.cfg.small_item_max_bytes as usize {
             if let Some(soc) = self.soc.as_mut() {
                 self.stats.to_soc += 1;

@@ -171,6 +171,7 @@ impl Machine {
                     ("set_commands", s.sets),
                     ("to_small_object_cache", s.to_soc),
                     ("to_large_object_cache", s.to_loc),
+                    ("rewritten_clean", s.rewritten_clean),
                     ("bucket_reads", s.soc.reads),
                     ("bucket_writes", s.soc.writes),
                     ("bloom_rejects", s.soc.bloom_rejects),

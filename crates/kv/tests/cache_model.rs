@@ -331,3 +331,74 @@ fn a_new_generation_does_not_read_an_earlier_runs_items() {
     }
     assert_eq!(h2.hits, 0, "a new cache returned items of an earlier run");
 }
+
+/// An item promoted from a large-object region stays in DRAM (read there
+/// again and again) while fillers pass through DRAM to flash and the
+/// region is evicted; when DRAM at last evicts the item, it is written
+/// to flash again (CacheLib puts an item its evict callback marked
+/// `NvmEvicted`), so a later GET finds it there.
+#[test]
+fn a_promoted_item_whose_flash_copy_went_is_written_again() {
+    let cfg = CacheConfig {
+        volume_bytes: 256 << 10,
+        dram_bytes: 16 << 10,
+        soc_share: 0.0,
+        region_bytes: 64 << 10,
+        region_buffers: 1,
+        ..CacheConfig::default()
+    };
+    let mut h = Harness::new(cfg, 3);
+    let set = |h: &mut Harness, key: String, byte: u8| {
+        h.submit(Command::Set {
+            key: Bytes::from(key),
+            value: Bytes::from(vec![byte; 5000]),
+            expires_at_ms: 0,
+        });
+        h.drain();
+    };
+    let get_k = |h: &mut Harness| {
+        h.submit(Command::Get {
+            key: Bytes::from_static(b"k"),
+        });
+        h.drain();
+    };
+    set(&mut h, "k".into(), 7);
+    for i in 0..5 {
+        set(&mut h, format!("early{i}"), 1);
+    }
+    h.cache.flush();
+    h.drain();
+    let hits = h.hits;
+    get_k(&mut h);
+    assert_eq!(
+        (h.hits, h.cache.stats().flash_hits),
+        (hits + 1, 1),
+        "k read from flash"
+    );
+    let evictions = h.cache.stats().loc.evictions;
+    for i in 0..200 {
+        set(&mut h, format!("filler{i}"), 2);
+        get_k(&mut h);
+    }
+    let s = h.cache.stats();
+    assert!(
+        s.loc.evictions >= evictions + 4,
+        "every region evicted since: {s:?}"
+    );
+    assert_eq!(s.flash_hits, 1, "k stayed in DRAM");
+    assert_eq!(s.rewritten_clean, 0);
+    for i in 0..10 {
+        set(&mut h, format!("late{i}"), 3);
+    }
+    let s = h.cache.stats();
+    assert_eq!(
+        s.rewritten_clean, 1,
+        "k left DRAM with no flash copy: {s:?}"
+    );
+    h.cache.flush();
+    h.drain();
+    let hits = h.hits;
+    get_k(&mut h);
+    assert_eq!(h.hits, hits + 1, "k is found on flash again");
+    assert_eq!(h.cache.stats().flash_hits, 2);
+}

@@ -185,48 +185,6 @@ impl SimConfig {
         }
         Ok(())
     }
-}
-
-/// The pattern's own parameters.
-fn check_pattern(pattern: &Pattern) -> Result<(), ConfigError> {
-    match pattern {
-        Pattern::Zipf { theta } | Pattern::Latest { theta } => {
-            check(
-                "workload.pattern.theta",
-                *theta > 0.0 && *theta < 1.0,
-                || format!("must be in (0, 1), got {theta}"),
-            )?;
-        }
-        Pattern::Hotset {
-            hot_fraction,
-            hot_access_fraction,
-        }
-        | Pattern::Recent {
-            hot_fraction,
-            hot_access_fraction,
-        } => {
-            check(
-                "workload.pattern.hot_fraction",
-                *hot_fraction > 0.0 && *hot_fraction <= 1.0,
-                || format!("must be in (0, 1], got {hot_fraction}"),
-            )?;
-            check(
-                "workload.pattern.hot_access_fraction",
-                (0.0..=1.0).contains(hot_access_fraction),
-                || format!("must be in [0, 1], got {hot_access_fraction}"),
-            )?;
-        }
-        Pattern::Sequential { streams } => {
-            check("workload.pattern.streams", *streams >= 1, || {
-                "must be at least 1".into()
-            })?;
-        }
-        Pattern::Uniform => {}
-    }
-    Ok(())
-}
-
-impl SimConfig {
     pub(super) fn resolve_client(&self) -> Result<ClientMode, ConfigError> {
         let c = self;
         if let Some(speedup) = c.client.replay_speedup {
@@ -286,4 +244,43 @@ impl SimConfig {
         )?;
         Ok(client)
     }
+}
+
+/// The pattern's own parameters.
+fn check_pattern(pattern: &Pattern) -> Result<(), ConfigError> {
+    match pattern {
+        Pattern::Zipf { theta } | Pattern::Latest { theta } => {
+            check(
+                "workload.pattern.theta",
+                *theta > 0.0 && *theta < 1.0,
+                || format!("must be in (0, 1), got {theta}"),
+            )?;
+        }
+        Pattern::Hotset {
+            hot_fraction,
+            hot_access_fraction,
+        }
+        | Pattern::Recent {
+            hot_fraction,
+            hot_access_fraction,
+        } => {
+            check(
+                "workload.pattern.hot_fraction",
+                *hot_fraction > 0.0 && *hot_fraction <= 1.0,
+                || format!("must be in (0, 1], got {hot_fraction}"),
+            )?;
+            check(
+                "workload.pattern.hot_access_fraction",
+                (0.0..=1.0).contains(hot_access_fraction),
+                || format!("must be in [0, 1], got {hot_access_fraction}"),
+            )?;
+        }
+        Pattern::Sequential { streams } => {
+            check("workload.pattern.streams", *streams >= 1, || {
+                "must be at least 1".into()
+            })?;
+        }
+        Pattern::Uniform => {}
+    }
+    Ok(())
 }

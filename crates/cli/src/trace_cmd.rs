@@ -242,90 +242,141 @@ pub fn replay_cmd(
         Some(_) => None,
         None => Some(TraceVolume::fitting(policy, &params, 4, opts.dram_share)?),
     };
-    let volume = |cache_pages: u64| TraceVolume {
-        cache_pages,
-        ..shape.expect("a registered policy")
-    };
     let t0 = Instant::now();
     let (t, page_bytes) = read.read_pages(trace)?;
     let load_s = t0.elapsed().as_secs_f64();
-    let page_count = t.page_count();
     outln!(
-        "{}: {} requests, {page_count} references to {page_bytes}-byte pages, policy {policy}",
+        "{}: {} requests, {} references to {page_bytes}-byte pages, policy {policy}",
         trace.display(),
         t.requests,
+        t.page_count(),
     );
-    if let Some(kind) = fast {
-        outln!("{:>12} {:>10} {:>14}", "cache pages", "hit %", "refs/s");
-        for &n in sizes {
-            let s = Instant::now();
-            let h = tiermux_trace::replay::hit_ratio(t.pages(), kind, n);
-            let secs = s.elapsed().as_secs_f64();
-            outln!(
-                "{n:>12} {:>10.2} {:>14.0}",
-                h * 100.0,
-                page_count as f64 / secs
-            );
+    match (fast, shape) {
+        (Some(kind), _) => {
+            replay_replacement(&t, kind, sizes);
+            outln!("(trace read in {load_s:.2} s)");
         }
-        outln!("(trace read in {load_s:.2} s)");
-        return Ok(());
+        (None, Some(shape)) => {
+            let run = PolicyReplay {
+                policy,
+                params: &params,
+                shape,
+                page_bytes,
+                flush_log: opts.flush_log.as_deref(),
+            };
+            run.print_table(&t, sizes)?;
+            outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes, DEVICE % of reads served by a device, DEVICE wr pages written to a device; stored pages are the writes reaching home, in runs of consecutive pages; RAID-5 MB/s is their modelled write throughput on six 7,200 rpm disks, one run at a time)");
+        }
+        (None, None) => unreachable!("a registered policy has a shape"),
     }
-    // Read hits on every cache device and pages written to each after the
-    // first (NVRAM, the SSDs: the devices whose endurance counts), named
-    // as the shape names them.
-    let shape = volume(1).spec(1).devices;
-    let caches: Vec<usize> = (0..shape.len() - 1).collect();
-    let mut head = vec!["hit %".to_string(), "read %".to_string()];
-    head.extend(caches.iter().map(|&d| format!("{} %", shape[d].name)));
-    head.push("write %".into());
-    head.extend(caches[1..].iter().map(|&d| format!("{} wr", shape[d].name)));
-    let widths: Vec<usize> = head.iter().map(|h| h.len().max(7)).collect();
-    let mut line = format!("{:>12}", "cache pages");
-    for (h, w) in head.iter().zip(&widths) {
-        line += &format!(" {h:>w$}");
-    }
-    outln!(
-        "{line} {:>12} {:>9} {:>8} {:>11} {:>12}",
-        "stored pages",
-        "runs",
-        "mean run",
-        "RAID-5 MB/s",
-        "refs/s"
-    );
+    Ok(())
+}
+
+/// Hit ratio of a pure replacement algorithm at each size, one line each.
+fn replay_replacement(t: &PageTrace, kind: ReplacementKind, sizes: &[usize]) {
+    outln!("{:>12} {:>10} {:>14}", "cache pages", "hit %", "refs/s");
     for &n in sizes {
         let s = Instant::now();
-        let r = replay_accesses(policy, &params, t.page_accesses(), volume(n as u64), true)?;
+        let h = tiermux_trace::replay::hit_ratio(t.pages(), kind, n);
         let secs = s.elapsed().as_secs_f64();
-        let stored = r.storage_blocks;
-        let mut cells = vec![
-            format!("{:.2}", r.hit_ratio() * 100.0),
-            format!("{:.2}", r.read_hit_ratio() * 100.0),
-        ];
-        cells.extend(
-            caches
-                .iter()
-                .map(|&d| format!("{:.2}", r.read_hit_ratio_on(d) * 100.0)),
-        );
-        cells.push(format!("{:.2}", r.write_hit_ratio() * 100.0));
-        cells.extend(caches[1..].iter().map(|&d| r.blocks_written(d).to_string()));
-        let mut line = format!("{n:>12}");
-        for (c, w) in cells.iter().zip(&widths) {
-            line += &format!(" {c:>w$}");
-        }
         outln!(
-            "{line} {stored:>12} {:>9} {:>8.2} {:>11.2} {:>12.0}",
-            r.storage_runs(),
-            stored as f64 / r.storage_runs().max(1) as f64,
-            raid5_mb_s(r.storage_log.as_deref().unwrap_or(&[]), page_bytes),
-            page_count as f64 / secs
+            "{n:>12} {:>10.2} {:>14.0}",
+            h * 100.0,
+            t.page_count() as f64 / secs
         );
-        if let (Some(path), Some(runs)) = (&opts.flush_log, &r.storage_log) {
-            let file = PathBuf::from(format!("{}.{n}", path.display()));
-            write_iolog(&file, runs, page_bytes)?;
+    }
+}
+
+/// A registered policy replayed at several cache sizes of one shape.
+struct PolicyReplay<'a> {
+    policy: &'a str,
+    params: &'a tiermux_core::Params,
+    shape: TraceVolume,
+    page_bytes: u64,
+    flush_log: Option<&'a Path>,
+}
+
+impl PolicyReplay<'_> {
+    fn volume(&self, cache_pages: u64) -> TraceVolume {
+        TraceVolume {
+            cache_pages,
+            ..self.shape
         }
     }
-    outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes, DEVICE % of reads served by a device, DEVICE wr pages written to a device; stored pages are the writes reaching home, in runs of consecutive pages; RAID-5 MB/s is their modelled write throughput on six 7,200 rpm disks, one run at a time)");
-    Ok(())
+
+    /// Replays every size and prints one line each: hits on every cache
+    /// device, pages written to each after the first (NVRAM, the SSDs:
+    /// the devices whose endurance counts), named as the shape names
+    /// them, and the writes reaching home.
+    fn print_table(&self, t: &PageTrace, sizes: &[usize]) -> Result<()> {
+        let devices = self.volume(1).spec(1).devices;
+        let caches: Vec<usize> = (0..devices.len() - 1).collect();
+        let mut head = vec!["hit %".to_string(), "read %".to_string()];
+        head.extend(caches.iter().map(|&d| format!("{} %", devices[d].name)));
+        head.push("write %".into());
+        head.extend(
+            caches[1..]
+                .iter()
+                .map(|&d| format!("{} wr", devices[d].name)),
+        );
+        let widths: Vec<usize> = head.iter().map(|h| h.len().max(7)).collect();
+        outln!(
+            "{:>12}{} {:>12} {:>9} {:>8} {:>11} {:>12}",
+            "cache pages",
+            aligned(&head, &widths),
+            "stored pages",
+            "runs",
+            "mean run",
+            "RAID-5 MB/s",
+            "refs/s"
+        );
+        for &n in sizes {
+            let s = Instant::now();
+            let r = replay_accesses(
+                self.policy,
+                self.params,
+                t.page_accesses(),
+                self.volume(n as u64),
+                true,
+            )?;
+            let secs = s.elapsed().as_secs_f64();
+            let stored = r.storage_blocks;
+            let mut cells = vec![
+                format!("{:.2}", r.hit_ratio() * 100.0),
+                format!("{:.2}", r.read_hit_ratio() * 100.0),
+            ];
+            cells.extend(
+                caches
+                    .iter()
+                    .map(|&d| format!("{:.2}", r.read_hit_ratio_on(d) * 100.0)),
+            );
+            cells.push(format!("{:.2}", r.write_hit_ratio() * 100.0));
+            cells.extend(caches[1..].iter().map(|&d| r.blocks_written(d).to_string()));
+            let runs = r.storage_log.as_deref().unwrap_or(&[]);
+            outln!(
+                "{n:>12}{} {stored:>12} {:>9} {:>8.2} {:>11.2} {:>12.0}",
+                aligned(&cells, &widths),
+                r.storage_runs(),
+                stored as f64 / r.storage_runs().max(1) as f64,
+                raid5_mb_s(runs, self.page_bytes),
+                t.page_count() as f64 / secs
+            );
+            if let (Some(path), Some(runs)) = (self.flush_log, &r.storage_log) {
+                let file = PathBuf::from(format!("{}.{n}", path.display()));
+                write_iolog(&file, runs, self.page_bytes)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Cells right-aligned to their widths, each after a space.
+fn aligned(cells: &[String], widths: &[usize]) -> String {
+    let mut line = String::new();
+    for (c, w) in cells.iter().zip(widths) {
+        line += &format!(" {c:>w$}");
+    }
+    line
 }
 
 /// Write throughput of storage-write runs replayed one at a time on the

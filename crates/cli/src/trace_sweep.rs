@@ -194,43 +194,8 @@ pub fn run(file: &Path, out: Option<PathBuf>, opts: &RunOptions) -> Result<()> {
         if let Some(n) = max_requests {
             trace.requests.truncate(n);
         }
-        let jobs: Vec<(&str, u64)> = sweep
-            .policies
-            .iter()
-            .flat_map(|p| sweep.cache_pages.iter().map(move |&n| (p.as_str(), n)))
-            .collect();
-        let rows = Mutex::new(vec![None; jobs.len()]);
-        let next = AtomicUsize::new(0);
-        let work = || -> Result<()> {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(policy, pages)) = jobs.get(i) else {
-                    return Ok(());
-                };
-                let params = sweep.policy_params(policy)?;
-                let shape = TraceVolume::fitting(policy, &params, pages, sweep.dram_share)?;
-                let r = replay_accesses(
-                    policy,
-                    &params,
-                    trace.page_accesses(page_bytes),
-                    shape,
-                    true,
-                )
-                .with_context(|| format!("trace '{label}', {policy} at {pages} pages"))?;
-                rows.lock().expect("no panics hold it")[i] =
-                    Some(row(&label, policy, pages, &r, page_bytes));
-            }
-        };
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(work)).collect();
-            handles
-                .into_iter()
-                .try_for_each(|h| h.join().expect("a replay thread panicked"))
-        })?;
-        let rows = rows.into_inner().expect("no panics hold it");
-        table
-            .rows
-            .extend(rows.into_iter().map(|r| r.expect("every job ran")));
+        let rows = replay_all(&sweep, &trace, page_bytes, &label, threads)?;
+        table.rows.extend(rows);
     }
     std::fs::write(out.join("results.csv"), table.to_csv())?;
     outln!(
@@ -251,4 +216,53 @@ pub fn run(file: &Path, out: Option<PathBuf>, opts: &RunOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Every policy of the sweep at every cache size on one trace, replayed on
+/// `threads` threads; the rows in the sweep's order.
+fn replay_all(
+    sweep: &TraceSweep,
+    trace: &tiermux_trace::BlockTrace,
+    page_bytes: u64,
+    label: &str,
+    threads: usize,
+) -> Result<Vec<Vec<String>>> {
+    let jobs: Vec<(&str, u64)> = sweep
+        .policies
+        .iter()
+        .flat_map(|p| sweep.cache_pages.iter().map(move |&n| (p.as_str(), n)))
+        .collect();
+    let rows = Mutex::new(vec![None; jobs.len()]);
+    let next = AtomicUsize::new(0);
+    let work = || -> Result<()> {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(policy, pages)) = jobs.get(i) else {
+                return Ok(());
+            };
+            let params = sweep.policy_params(policy)?;
+            let shape = TraceVolume::fitting(policy, &params, pages, sweep.dram_share)?;
+            let r = replay_accesses(
+                policy,
+                &params,
+                trace.page_accesses(page_bytes),
+                shape,
+                true,
+            )
+            .with_context(|| format!("trace '{label}', {policy} at {pages} pages"))?;
+            rows.lock().expect("no panics hold it")[i] =
+                Some(row(label, policy, pages, &r, page_bytes));
+        }
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(work)).collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().expect("a replay thread panicked"))
+    })?;
+    let rows = rows.into_inner().expect("no panics hold it");
+    Ok(rows
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect())
 }

@@ -74,26 +74,7 @@ pub(crate) fn decode(
                 .collect();
             Ok((ReplyShape::Count(0), cmds))
         }
-        "SET" if rest.len() >= 2 => {
-            let expires_at_ms = set_expiry(&rest[2..], now_ms)?;
-            let (key, value) = (rest[0].clone(), rest[1].clone());
-            if value.len() > machine.max_value_bytes(key.len()) {
-                return Err(format!(
-                    "ERR value of {} bytes is larger than the {} stores ({} bytes)",
-                    value.len(),
-                    machine.mode(),
-                    machine.max_value_bytes(key.len())
-                ));
-            }
-            Ok((
-                ReplyShape::Ok,
-                vec![Command::Set {
-                    key,
-                    value,
-                    expires_at_ms,
-                }],
-            ))
-        }
+        "SET" if rest.len() >= 2 => decode_set(rest, now_ms, machine),
         "PING" => match rest {
             [] => ready(&|o| resp::simple(o, "PONG")),
             [msg] => ready(&|o| resp::bulk(o, Some(msg))),
@@ -109,13 +90,7 @@ pub(crate) fn decode(
             ready(&|o| resp::bulk(o, Some(text.as_bytes())))
         }
         "CONFIG" if rest.len() == 2 && upper(&rest[0]) == "GET" => {
-            // Clients read a few settings at start (redis-benchmark reads
-            // `save` and `appendonly`): this server keeps nothing to disk.
-            let value: &[u8] = if rest[1].eq_ignore_ascii_case(b"appendonly") {
-                b"no"
-            } else {
-                b""
-            };
+            let value = config_value(&rest[1]);
             ready(&|o| {
                 resp::array_header(o, 2);
                 resp::bulk(o, Some(&rest[1]));
@@ -132,6 +107,43 @@ pub(crate) fn decode(
             let shown: String = String::from_utf8_lossy(&args[0]).chars().take(64).collect();
             Err(format!("ERR unknown command '{shown}'"))
         }
+    }
+}
+
+/// `SET key value [EX s | PX ms]`: refused when the value cannot be stored.
+fn decode_set(
+    rest: &[Bytes],
+    now_ms: u64,
+    machine: &Machine,
+) -> Result<(ReplyShape, Vec<Command>), String> {
+    let expires_at_ms = set_expiry(&rest[2..], now_ms)?;
+    let (key, value) = (rest[0].clone(), rest[1].clone());
+    let max_bytes = machine.max_value_bytes(key.len());
+    if value.len() > max_bytes {
+        return Err(format!(
+            "ERR value of {} bytes is larger than the {} stores ({max_bytes} bytes)",
+            value.len(),
+            machine.mode(),
+        ));
+    }
+    Ok((
+        ReplyShape::Ok,
+        vec![Command::Set {
+            key,
+            value,
+            expires_at_ms,
+        }],
+    ))
+}
+
+/// The value `CONFIG GET` gives for a setting. Clients read a few at start
+/// (redis-benchmark reads `save` and `appendonly`): this server keeps
+/// nothing to disk.
+fn config_value(setting: &[u8]) -> &'static [u8] {
+    if setting.eq_ignore_ascii_case(b"appendonly") {
+        b"no"
+    } else {
+        b""
     }
 }
 

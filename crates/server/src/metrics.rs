@@ -177,6 +177,12 @@ impl Snapshot {
         for (name, help, value) in counters {
             family(enc, name, help, c, &one(value))?;
         }
+        self.volume_gauges(l, enc)
+    }
+
+    /// The volume's gauges: dirty bytes, the policy and its controller,
+    /// and what recovery took when the volume opened.
+    fn volume_gauges(&self, l: &LiveStats, enc: &mut DescriptorEncoder) -> std::fmt::Result {
         if let Some((_, dirty)) = l.controller.iter().find(|(k, _)| k == "dirty_blocks") {
             let bytes = dirty * self.info.block_bytes as f64;
             let s = [(Vec::new(), bytes)];

@@ -284,15 +284,14 @@ impl KvSpec {
             MachineConfig::Store(s) => s.validate(),
         };
         valid.map_err(|e| ConfigError::new(format!("kv.{}", e.field), e.problem))?;
-        check("scan", (0.0..=1.0).contains(&self.scan), || {
-            format!("must be in [0, 1], got {}", self.scan)
-        })?;
-        check("scan", self.scan == 0.0 || self.is_store(), || {
-            "SCAN needs mode = \"store\": the cache keeps no key order".into()
-        })?;
-        check("scan_length", self.scan_length >= 1, || {
-            "must be at least 1".into()
-        })?;
+        self.check_sizes(Machine::new(machine).expect("validated"))?;
+        self.check_mix()?;
+        self.check_cpu()
+    }
+
+    /// Key and value sizes: within the item format, and the largest
+    /// value fits the machine built on the volume.
+    fn check_sizes(&self, probe: Machine) -> Result<(), ConfigError> {
         check(
             "key_bytes_min",
             (8..=self.key_bytes_max).contains(&self.key_bytes_min)
@@ -316,7 +315,6 @@ impl KvSpec {
                 )
             },
         )?;
-        let probe = Machine::new(machine).expect("validated");
         let room = probe.max_value_bytes(self.key_bytes_max as usize);
         check(
             "value_bytes_max",
@@ -327,7 +325,21 @@ impl KvSpec {
                     self.value_bytes_max, self.mode, self.key_bytes_max
                 )
             },
-        )?;
+        )
+    }
+
+    /// The shares of the command mix: each in [0, 1], together at most 1;
+    /// scans only in store mode.
+    fn check_mix(&self) -> Result<(), ConfigError> {
+        check("scan", (0.0..=1.0).contains(&self.scan), || {
+            format!("must be in [0, 1], got {}", self.scan)
+        })?;
+        check("scan", self.scan == 0.0 || self.is_store(), || {
+            "SCAN needs mode = \"store\": the cache keeps no key order".into()
+        })?;
+        check("scan_length", self.scan_length >= 1, || {
+            "must be at least 1".into()
+        })?;
         for (field, share) in [
             ("lone_get", self.lone_get),
             ("lone_set", self.lone_set),
@@ -341,7 +353,11 @@ impl KvSpec {
             "lone_get",
             self.lone_get + self.lone_set + self.del + self.scan <= 1.0,
             || "lone_get + lone_set + del + scan is more than 1".into(),
-        )?;
+        )
+    }
+
+    /// The backing store's latency and the commands' CPU time.
+    fn check_cpu(&self) -> Result<(), ConfigError> {
         for (field, v) in [
             ("backing_latency_us", self.backing_latency_us),
             ("op_cpu_us", self.op_cpu_us),

@@ -540,38 +540,10 @@ fn parse_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bo
             }
         };
         if h.kind == proto::CMD_WRITE {
-            if h.length > MAX_REQUEST_BYTES {
-                c.wire.rpos += REQUEST_BYTES;
-                c.discard = h.length as u64;
-                ctx.stats.bad_requests += 1;
-                eprintln!(
-                    "tiermux: write of {} bytes exceeds the {MAX_REQUEST_BYTES}-byte limit",
-                    h.length
-                );
-                reply_now(c, h.handle, errno::EOVERFLOW, io);
-                continue;
-            }
-            let need = REQUEST_BYTES + h.length as usize;
-            let have = c.wire.rend - c.wire.rpos;
-            if have < need && need > READ_CHUNK {
-                // A large payload: the rest is read straight into its
-                // own buffer.
-                let mut payload = AlignedBuf::scratch(h.length as usize);
-                let start = c.wire.rpos + REQUEST_BYTES;
-                let got = have - REQUEST_BYTES;
-                payload[..got].copy_from_slice(&c.wire.rbuf[start..start + got]);
-                c.wire.rpos = c.wire.rend;
-                c.body = Some(Body {
-                    header: h,
-                    payload,
-                    filled: got,
-                });
-                break;
-            }
-            if have < need {
-                // Wait for the payload, with room for all of it.
-                c.wire.reserve_message(need);
-                break;
+            match write_payload(c, h, io, ctx) {
+                Payload::InBuffer => {}
+                Payload::Refused => continue,
+                Payload::Awaited => break,
             }
         }
         c.wire.rpos += REQUEST_BYTES;
@@ -588,6 +560,53 @@ fn parse_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bo
             break;
         }
     }
+}
+
+/// Where a write request's payload stands once its header is parsed.
+enum Payload {
+    /// The whole payload follows the header in the receive buffer.
+    InBuffer,
+    /// Over the size limit: refused, and its payload is being skipped.
+    Refused,
+    /// Not all here yet: the connection reads the rest first.
+    Awaited,
+}
+
+/// Checks a write request's size and makes room for its payload: a
+/// payload larger than a read chunk is read straight into its own buffer,
+/// a smaller one waits in the receive buffer.
+fn write_payload(c: &mut Conn, h: RequestHeader, io: &mut Io<'_>, ctx: &mut Ctx<'_>) -> Payload {
+    if h.length > MAX_REQUEST_BYTES {
+        c.wire.rpos += REQUEST_BYTES;
+        c.discard = h.length as u64;
+        ctx.stats.bad_requests += 1;
+        eprintln!(
+            "tiermux: write of {} bytes exceeds the {MAX_REQUEST_BYTES}-byte limit",
+            h.length
+        );
+        reply_now(c, h.handle, errno::EOVERFLOW, io);
+        return Payload::Refused;
+    }
+    let need = REQUEST_BYTES + h.length as usize;
+    let have = c.wire.rend - c.wire.rpos;
+    if have >= need {
+        return Payload::InBuffer;
+    }
+    if need > READ_CHUNK {
+        let mut payload = AlignedBuf::scratch(h.length as usize);
+        let start = c.wire.rpos + REQUEST_BYTES;
+        let got = have - REQUEST_BYTES;
+        payload[..got].copy_from_slice(&c.wire.rbuf[start..start + got]);
+        c.wire.rpos = c.wire.rend;
+        c.body = Some(Body {
+            header: h,
+            payload,
+            filled: got,
+        });
+    } else {
+        c.wire.reserve_message(need);
+    }
+    Payload::Awaited
 }
 
 /// Starts a request, or refuses it while the server stops.

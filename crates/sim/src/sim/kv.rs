@@ -231,6 +231,38 @@ impl KvFront {
     /// Why a GET of `key` that began after version `min_version` was
     /// acknowledged wrongly found nothing: a store keeps every key until a
     /// DEL (a cache may drop any). `None` if nothing is right.
+    /// What is wrong with a GET's answer (`None`: absent), if anything.
+    fn check_get(&self, key: u64, min_version: u32, value: Option<&[u8]>) -> Option<String> {
+        match value {
+            Some(v) => self.wrong_value(key, min_version, v),
+            None => self.wrongly_absent(key, min_version),
+        }
+    }
+
+    /// What is wrong with a scan's entries, if anything: the first key
+    /// that is not one of ours or whose value was never written to it.
+    fn check_scan(&self, entries: &[(Bytes, Bytes)]) -> Option<String> {
+        entries.iter().find_map(|(k, v)| match key_number(k) {
+            Some(key) => self.wrong_value(key, 0, v),
+            None => Some(format!("a scan answered the key {k:?}")),
+        })
+    }
+
+    /// After a GET, the delay (ns) after which its worker SETs the key:
+    /// at once when the mix asks for it, after the backing store's
+    /// latency for a lookaside miss; `None` to go on.
+    fn set_after_get(&self, hit: bool, then_set: bool, lone: bool) -> Option<u64> {
+        let lookaside_miss = !hit && !lone && self.spec.lookaside && !self.spec.is_store();
+        if !(then_set || lookaside_miss) {
+            return None;
+        }
+        Some(if hit {
+            0
+        } else {
+            (self.spec.backing_latency_us * 1e3) as u64
+        })
+    }
+
     fn wrongly_absent(&self, key: u64, min_version: u32) -> Option<String> {
         let deleted = self.dels.get(&key).is_some_and(|&d| d >= min_version);
         (self.spec.is_store() && min_version > 0 && !deleted).then(|| {
@@ -570,17 +602,13 @@ impl Simulator {
                 },
                 Reply::Value(v),
             ) => {
-                wrong = match v {
-                    Some(v) => kv.wrong_value(op.key, min_version, v),
-                    None => kv.wrongly_absent(op.key, min_version),
-                };
-                kv.get_latency.record(now - op.start_ns);
                 let hit = v.is_some();
-                if then_set || (!hit && !lone && kv.spec.lookaside && !kv.spec.is_store()) {
-                    let backing_ns = (kv.spec.backing_latency_us * 1e3) as u64;
+                wrong = kv.check_get(op.key, min_version, v.as_deref());
+                kv.get_latency.record(now - op.start_ns);
+                if let Some(after_ns) = kv.set_after_get(hit, then_set, lone) {
                     then = Then::Set {
                         key: op.key,
-                        after_ns: if hit { 0 } else { backing_ns },
+                        after_ns,
                     };
                 }
                 self.window.read_hits += hit as u64;
@@ -604,16 +632,8 @@ impl Simulator {
                 (Op::Write, 0)
             }
             (What::Scan, Reply::Entries(es)) => {
-                let mut bytes = 0;
-                for (k, v) in es {
-                    bytes += v.len() as u64;
-                    let key = key_number(k);
-                    wrong = wrong.or_else(|| match key {
-                        Some(key) => kv.wrong_value(key, 0, v),
-                        None => Some(format!("a scan answered the key {k:?}")),
-                    });
-                }
-                (Op::Read, bytes)
+                wrong = wrong.or_else(|| kv.check_scan(es));
+                (Op::Read, es.iter().map(|(_, v)| v.len() as u64).sum())
             }
             (what, reply) => {
                 let wrong = format!("the reply {reply:?} to {what:?}");

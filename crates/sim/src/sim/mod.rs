@@ -298,6 +298,31 @@ pub struct Simulator {
     failure: Option<crate::failure::FailureResult>,
 }
 
+/// Each device's timing model, seeded from the run's seed, and for an
+/// array device its per-disk timing.
+fn device_models(r: &Resolved) -> (Vec<SimDevice>, Vec<Option<ArrayTiming<Ev>>>) {
+    let cfg = &r.cfg;
+    let devices = r
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(d, (_, m))| {
+            let seed = tiermux_core::rng::splitmix64(cfg.seed ^ (d as u64 + 1) << 48);
+            SimDevice::seeded(m.clone(), seed)
+        })
+        .collect();
+    let arrays = r
+        .devices
+        .iter()
+        .map(|(name, _)| {
+            let array = name.strip_prefix(crate::config::ARRAY_PREFIX)?;
+            let timing = ArrayTiming::named(array, cfg.block_size as u64);
+            Some(timing.expect("the configuration names a known array"))
+        })
+        .collect();
+    (devices, arrays)
+}
+
 impl Simulator {
     /// Builds a simulator for a validated configuration.
     pub fn new(r: Resolved) -> Result<Self, SimError> {
@@ -333,24 +358,7 @@ impl Simulator {
         if r.volume_blocks <= DENSE_MAP_MAX_BLOCKS {
             dispatcher.make_map_dense(r.volume_blocks);
         }
-        let devices: Vec<SimDevice> = r
-            .devices
-            .iter()
-            .enumerate()
-            .map(|(d, (_, m))| {
-                let seed = tiermux_core::rng::splitmix64(cfg.seed ^ (d as u64 + 1) << 48);
-                SimDevice::seeded(m.clone(), seed)
-            })
-            .collect();
-        let arrays: Vec<Option<ArrayTiming<Ev>>> = r
-            .devices
-            .iter()
-            .map(|(name, _)| {
-                let array = name.strip_prefix(crate::config::ARRAY_PREFIX)?;
-                let timing = ArrayTiming::named(array, cfg.block_size as u64);
-                Some(timing.expect("the configuration names a known array"))
-            })
-            .collect();
+        let (devices, arrays) = device_models(&r);
         let n_dev = devices.len();
         let workload = Workload::new(
             &cfg.workload,

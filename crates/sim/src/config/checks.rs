@@ -83,8 +83,10 @@ impl SimConfig {
             c.warmup_s.is_finite() && c.warmup_s >= 0.0 && c.warmup_s < c.duration_s,
             || {
                 format!(
-                    "must be in [0, duration_s = {}), got {}",
-                    c.duration_s, c.warmup_s
+                    "must be in [0, duration_s = {}), got {} (when left out it is {} s)",
+                    c.duration_s,
+                    c.warmup_s,
+                    super::default_warmup()
                 )
             },
         )?;

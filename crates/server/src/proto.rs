@@ -278,21 +278,7 @@ fn answer_option<S: Read + Write>(
     session: &mut Session,
 ) -> Result<Option<HandshakeEnd>, ProtocolError> {
     match option {
-        OPT_EXPORT_NAME => {
-            let name = String::from_utf8_lossy(data);
-            if !name.is_empty() && name != export.name {
-                return Err(violation(format!("unknown export '{name}'")));
-            }
-            let mut m = Vec::with_capacity(10 + 124);
-            m.extend_from_slice(&export.size_bytes.to_be_bytes());
-            let flags = transmission_flags(session.structured_replies);
-            m.extend_from_slice(&flags.to_be_bytes());
-            if !session.no_zeroes {
-                m.extend_from_slice(&[0u8; 124]);
-            }
-            s.write_all(&m)?;
-            Ok(Some(session.transmission()))
-        }
+        OPT_EXPORT_NAME => export_name(s, export, data, session),
         OPT_ABORT => {
             // The client may close without reading the reply.
             let _ = option_reply(s, option, REP_ACK, &[]);
@@ -310,22 +296,7 @@ fn answer_option<S: Read + Write>(
             option_reply(s, option, REP_ACK, &[])?;
             Ok(None)
         }
-        OPT_INFO | OPT_GO => {
-            let Some((name, requests)) = parse_info_request(data) else {
-                option_reply(s, option, REP_ERR_INVALID, b"malformed INFO/GO request")?;
-                return Ok(None);
-            };
-            if !name.is_empty() && name != export.name.as_bytes() {
-                option_reply(s, option, REP_ERR_UNKNOWN, b"no such export")?;
-                return Ok(None);
-            }
-            option_reply(s, option, REP_INFO, &info_export(export, *session))?;
-            let _ = requests;
-            // Block sizes are always sent: any alignment is served.
-            option_reply(s, option, REP_INFO, &info_block_size(export))?;
-            option_reply(s, option, REP_ACK, &[])?;
-            Ok((option == OPT_GO).then(|| session.transmission()))
-        }
+        OPT_INFO | OPT_GO => info_or_go(s, export, option, data, session),
         OPT_STRUCTURED_REPLY if !export.structured_replies => {
             option_reply(
                 s,
@@ -354,6 +325,54 @@ fn answer_option<S: Read + Write>(
             Ok(None)
         }
     }
+}
+
+/// `NBD_OPT_EXPORT_NAME`: the old way into transmission, with the export's
+/// size and flags and no way to refuse but closing.
+fn export_name<S: Write>(
+    s: &mut S,
+    export: &Export,
+    data: &[u8],
+    session: &mut Session,
+) -> Result<Option<HandshakeEnd>, ProtocolError> {
+    let name = String::from_utf8_lossy(data);
+    if !name.is_empty() && name != export.name {
+        return Err(violation(format!("unknown export '{name}'")));
+    }
+    let mut m = Vec::with_capacity(10 + 124);
+    m.extend_from_slice(&export.size_bytes.to_be_bytes());
+    let flags = transmission_flags(session.structured_replies);
+    m.extend_from_slice(&flags.to_be_bytes());
+    if !session.no_zeroes {
+        m.extend_from_slice(&[0u8; 124]);
+    }
+    s.write_all(&m)?;
+    Ok(Some(session.transmission()))
+}
+
+/// `NBD_OPT_INFO` and `NBD_OPT_GO`: the export's size, flags and block
+/// sizes; GO then enters transmission.
+fn info_or_go<S: Write>(
+    s: &mut S,
+    export: &Export,
+    option: u32,
+    data: &[u8],
+    session: &mut Session,
+) -> Result<Option<HandshakeEnd>, ProtocolError> {
+    let Some((name, _requests)) = parse_info_request(data) else {
+        option_reply(s, option, REP_ERR_INVALID, b"malformed INFO/GO request")?;
+        return Ok(None);
+    };
+    if !name.is_empty() && name != export.name.as_bytes() {
+        option_reply(s, option, REP_ERR_UNKNOWN, b"no such export")?;
+        return Ok(None);
+    }
+    option_reply(s, option, REP_INFO, &info_export(export, *session))?;
+    // Block sizes are always sent, whatever the client asked for: any
+    // alignment is served.
+    option_reply(s, option, REP_INFO, &info_block_size(export))?;
+    option_reply(s, option, REP_ACK, &[])?;
+    Ok((option == OPT_GO).then(|| session.transmission()))
 }
 
 /// Parses INFO/GO data: name length, name, count, info types.

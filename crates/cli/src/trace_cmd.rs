@@ -237,10 +237,11 @@ pub fn replay_cmd(
         bail!("pure replacement ({policy}) takes no --param, --dram-share or --flush-log; use --policy classic --param replacement={policy}, or a registered policy");
     }
     // Check the policy and its parameters, and find the cache shape it
-    // builds on, before reading the trace.
+    // builds on, before reading the trace (`Err`: pure replacement,
+    // which needs none).
     let shape = match fast {
-        Some(_) => None,
-        None => Some(TraceVolume::fitting(policy, &params, 4, opts.dram_share)?),
+        Some(kind) => Err(kind),
+        None => Ok(TraceVolume::fitting(policy, &params, 4, opts.dram_share)?),
     };
     let t0 = Instant::now();
     let (t, page_bytes) = read.read_pages(trace)?;
@@ -251,12 +252,12 @@ pub fn replay_cmd(
         t.requests,
         t.page_count(),
     );
-    match (fast, shape) {
-        (Some(kind), _) => {
+    match shape {
+        Err(kind) => {
             replay_replacement(&t, kind, sizes);
             outln!("(trace read in {load_s:.2} s)");
         }
-        (None, Some(shape)) => {
+        Ok(shape) => {
             let run = PolicyReplay {
                 policy,
                 params: &params,
@@ -267,7 +268,6 @@ pub fn replay_cmd(
             run.print_table(&t, sizes)?;
             outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes, DEVICE % of reads served by a device, DEVICE wr pages written to a device; stored pages are the writes reaching home, in runs of consecutive pages; RAID-5 MB/s is their modelled write throughput on six 7,200 rpm disks, one run at a time)");
         }
-        (None, None) => unreachable!("a registered policy has a shape"),
     }
     Ok(())
 }

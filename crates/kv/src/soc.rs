@@ -31,17 +31,43 @@ const BUCKET_HEADER_BYTES: usize = 16;
 /// Bytes a bucket has for items.
 pub const BUCKET_ITEM_BYTES: usize = BUCKET_BYTES - BUCKET_HEADER_BYTES;
 
-/// An item kept in a bucket image.
+/// An item kept in a bucket image, as its encoding on the volume (header,
+/// key, value), so that writing the bucket copies it without encoding it
+/// again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Held {
-    key: Bytes,
-    value: Bytes,
-    expires_at_ms: u64,
+    encoded: Bytes,
 }
 
 impl Held {
+    /// The item of this key, value and expiry.
+    fn new(key: &[u8], value: &[u8], expires_at_ms: u64) -> Held {
+        let mut encoded = Vec::with_capacity(item::encoded_len(key.len(), value.len()));
+        item::encode(key, value, expires_at_ms, &mut encoded);
+        Held {
+            encoded: Bytes::from(encoded),
+        }
+    }
+
+    /// The item whose encoding, already checked, is `encoded`.
+    fn from_encoded(encoded: Bytes) -> Held {
+        let (_, len) = item::decode_covered(&encoded).expect("a whole item");
+        assert_eq!(len, encoded.len(), "one item");
+        Held { encoded }
+    }
+
+    fn view(&self) -> item::ItemRef<'_> {
+        item::decode_covered(&self.encoded)
+            .expect("a held item is whole")
+            .0
+    }
+
+    fn key(&self) -> &[u8] {
+        self.view().key
+    }
+
     fn bytes(&self) -> usize {
-        item::encoded_len(self.key.len(), self.value.len())
+        self.encoded.len()
     }
 }
 
@@ -57,12 +83,12 @@ impl Image {
     }
 
     fn find(&self, key: &[u8]) -> Option<&Held> {
-        self.items.iter().find(|h| h.key == key)
+        self.items.iter().find(|h| h.key() == key)
     }
 
     fn remove(&mut self, key: &[u8]) -> bool {
         let before = self.items.len();
-        self.items.retain(|h| h.key != key);
+        self.items.retain(|h| h.key() != key);
         self.items.len() != before
     }
 
@@ -72,10 +98,11 @@ impl Image {
             "an item of {} bytes in a bucket",
             h.bytes()
         );
-        self.remove(&h.key);
+        self.remove(h.key());
         self.items.push(h);
-        while self.used_bytes() > BUCKET_ITEM_BYTES {
-            self.items.remove(0);
+        let mut used = self.used_bytes();
+        while used > BUCKET_ITEM_BYTES {
+            used -= self.items.remove(0).bytes();
         }
     }
 
@@ -86,7 +113,7 @@ impl Image {
         out.extend_from_slice(&[0; 2]);
         out.extend_from_slice(&generation.to_le_bytes());
         for h in &self.items {
-            item::encode(&h.key, &h.value, h.expires_at_ms, &mut out);
+            out.extend_from_slice(&h.encoded);
         }
         assert!(out.len() <= BUCKET_BYTES);
         out.resize(BUCKET_BYTES, 0);
@@ -96,35 +123,42 @@ impl Image {
     }
 
     /// The image a bucket's bytes hold: empty unless they are an intact
-    /// bucket of this generation.
+    /// bucket of this generation. The bucket's CRC covers its items, so
+    /// they are not checked one by one; they share one copy of the bytes.
     fn decode(buf: &[u8], generation: u64) -> Image {
-        let mut img = Image::default();
         if buf.len() != BUCKET_BYTES
             || crc32fast::hash(&buf[4..]) != u32::from_le_bytes(buf[0..4].try_into().expect("4"))
             || u64::from_le_bytes(buf[8..16].try_into().expect("8")) != generation
         {
-            return img;
+            return Image::default();
         }
         let count = u16::from_le_bytes(buf[4..6].try_into().expect("2")) as usize;
+        let mut ends = Vec::with_capacity(count);
         let mut at = BUCKET_HEADER_BYTES;
         for _ in 0..count {
-            let Some((it, len)) = item::decode(&buf[at..]) else {
+            let Some((_, len)) = item::decode_covered(&buf[at..]) else {
                 return Image::default();
             };
-            img.items.push(Held {
-                key: Bytes::copy_from_slice(it.key),
-                value: Bytes::copy_from_slice(it.value),
-                expires_at_ms: it.expires_at_ms,
-            });
             at += len;
+            ends.push(at - BUCKET_HEADER_BYTES);
         }
-        img
+        let shared = Bytes::copy_from_slice(&buf[BUCKET_HEADER_BYTES..at]);
+        let mut start = 0;
+        let items = ends
+            .into_iter()
+            .map(|end| {
+                let h = Held::from_encoded(shared.slice(start..end));
+                start = end;
+                h
+            })
+            .collect();
+        Image { items }
     }
 
     fn bloom(&self) -> u64 {
         self.items
             .iter()
-            .fold(0, |b, h| b | bloom_bits(crate::hash_key(&h.key)))
+            .fold(0, |b, h| b | bloom_bits(crate::hash_key(h.key())))
     }
 }
 
@@ -255,11 +289,7 @@ impl Soc {
 
     /// Stores an item (it must fit a bucket), dropping older ones of its bucket.
     pub fn insert(&mut self, key: Bytes, value: Bytes, expires_at_ms: u64, io: &mut IoQueue) {
-        let held = Held {
-            key,
-            value,
-            expires_at_ms,
-        };
+        let held = Held::new(&key, &value, expires_at_ms);
         self.change(Step::Insert(held), io);
     }
 
@@ -272,7 +302,7 @@ impl Soc {
 
     fn change(&mut self, step: Step, io: &mut IoQueue) {
         let key = match &step {
-            Step::Insert(h) => &h.key,
+            Step::Insert(h) => h.key(),
             Step::Remove(k) => k,
             Step::Lookup { .. } => unreachable!("a lookup is not a change"),
         };
@@ -417,7 +447,12 @@ impl Soc {
 fn answer(img: &Image, tag: u64, key: &[u8]) -> Found {
     Found {
         tag,
-        item: img.find(key).map(|h| (h.value.clone(), h.expires_at_ms)),
+        item: img.find(key).map(|h| {
+            // A copy of its own, so that a value kept in DRAM does not pin
+            // the bucket's bytes.
+            let it = h.view();
+            (Bytes::copy_from_slice(it.value), it.expires_at_ms)
+        }),
     }
 }
 
@@ -482,19 +517,31 @@ mod tests {
     fn a_bucket_image_round_trips_and_a_foreign_one_reads_empty() {
         let mut img = Image::default();
         for i in 0..100u32 {
-            img.insert(Held {
-                key: Bytes::from(format!("key{i}")),
-                value: Bytes::from(vec![i as u8; 300]),
-                expires_at_ms: i as u64,
-            });
+            img.insert(Held::new(
+                format!("key{i}").as_bytes(),
+                &[i as u8; 300],
+                i as u64,
+            ));
         }
         assert!(img.used_bytes() <= BUCKET_ITEM_BYTES);
-        assert_eq!(
-            img.items.last().map(|h| h.key.clone()),
-            Some(Bytes::from("key99"))
-        );
+        assert_eq!(img.items.last().map(|h| h.key()), Some(&b"key99"[..]));
         assert!(img.find(b"key0").is_none(), "the oldest went first");
         let bytes = img.encode(7);
+        // The layout: CRC32 of the rest, item count, pad, generation, then
+        // each item as `item::encode` lays it out, then zeros.
+        let kept: Vec<u32> = (100 - img.items.len() as u32..100).collect();
+        let mut expected = vec![0u8; 4];
+        expected.extend_from_slice(&(kept.len() as u16).to_le_bytes());
+        expected.extend_from_slice(&[0, 0]);
+        expected.extend_from_slice(&7u64.to_le_bytes());
+        for i in &kept {
+            let key = format!("key{i}");
+            item::encode(key.as_bytes(), &[*i as u8; 300], *i as u64, &mut expected);
+        }
+        expected.resize(BUCKET_BYTES, 0);
+        let crc = crc32fast::hash(&expected[4..]);
+        expected[0..4].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(bytes, expected);
         let back = Image::decode(&bytes, 7);
         assert_eq!(back.items, img.items);
         assert!(
@@ -504,5 +551,12 @@ mod tests {
         let mut torn = bytes.clone();
         torn[100] ^= 1;
         assert!(Image::decode(&torn, 7).items.is_empty());
+        // A count past the items the bytes can hold, under a valid CRC
+        // (the CRC vouches for the items, the lengths must still fit).
+        let mut overcount = bytes.clone();
+        overcount[4..6].copy_from_slice(&1000u16.to_le_bytes());
+        let crc = crc32fast::hash(&overcount[4..]);
+        overcount[0..4].copy_from_slice(&crc.to_le_bytes());
+        assert!(Image::decode(&overcount, 7).items.is_empty());
     }
 }

@@ -11,7 +11,9 @@
 //! last acknowledged set. A flash read that a set or delete overtook still
 //! answers its own (concurrent) lookup but is not promoted.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashMapExt};
 
 use bytes::Bytes;
 

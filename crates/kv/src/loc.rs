@@ -24,7 +24,9 @@
 //! found by lookups (CacheLib's navy does not see puts in flight either),
 //! and a newer insert or a removal of its key cancels it.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use foldhash::{HashMap, HashMapExt};
 
 use bytes::Bytes;
 

@@ -17,7 +17,9 @@
 //! of a fresh image succeeds, so an old copy of a removed item can never
 //! come back.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashMapExt};
 
 use bytes::Bytes;
 

@@ -13,7 +13,9 @@
 //! older than the last SET acknowledged before it began.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use foldhash::{HashMap, HashMapExt};
 
 use bytes::Bytes;
 use tiermux_core::rng::{splitmix64, Rng};
@@ -78,7 +80,7 @@ pub(super) struct KvFront {
     free_ios: Vec<u32>,
     ops: HashMap<u64, KvOp>,
     next_tag: u64,
-    versions: HashMap<u64, Versions>,
+    versions: VersionBook,
     /// The newest DEL issued of each key deleted so far (its version).
     dels: HashMap<u64, u32>,
     /// Blocks in flight: readers (> 0) or a writer (-1).
@@ -95,6 +97,41 @@ pub(super) struct KvFront {
     /// When each CPU core is next free, with `cpu_cores` set (soonest
     /// first).
     cores_free_at: Option<BinaryHeap<Reverse<u64>>>,
+}
+
+/// The version checker's state of every key: an array over the
+/// workload's key space (up to [`DENSE_VERSION_KEYS`]), a map for the lone
+/// keys and any beyond it. A key never written reads as version 0.
+struct VersionBook {
+    dense: Vec<Versions>,
+    sparse: HashMap<u64, Versions>,
+}
+
+/// The most keys whose versions [`VersionBook`] keeps in its array (8
+/// bytes a key: 1 GiB).
+const DENSE_VERSION_KEYS: u64 = 1 << 27;
+
+impl VersionBook {
+    fn new(key_space: u64) -> VersionBook {
+        VersionBook {
+            dense: vec![Versions::default(); key_space.min(DENSE_VERSION_KEYS) as usize],
+            sparse: HashMap::new(),
+        }
+    }
+
+    fn get(&self, key: u64) -> Versions {
+        match self.dense.get(key as usize) {
+            Some(v) => *v,
+            None => self.sparse.get(&key).copied().unwrap_or_default(),
+        }
+    }
+
+    fn get_mut(&mut self, key: u64) -> &mut Versions {
+        match self.dense.get_mut(key as usize) {
+            Some(v) => v,
+            None => self.sparse.entry(key).or_default(),
+        }
+    }
 }
 
 /// A deterministic size in `min..=max` for `seed`.
@@ -126,7 +163,7 @@ impl KvFront {
             free_ios: Vec::new(),
             ops: HashMap::new(),
             next_tag: 0,
-            versions: HashMap::new(),
+            versions: VersionBook::new(key_space),
             dels: HashMap::new(),
             busy_blocks: HashMap::new(),
             next_lone: FIRST_LONE_KEY,
@@ -211,7 +248,7 @@ impl KvFront {
         let word = |at: usize| u32::from_le_bytes(value[at..at + 4].try_into().expect("4 bytes"));
         let named = u64::from_le_bytes(value[..8].try_into().expect("8 bytes"));
         let version = word(8);
-        let issued = self.versions.get(&key).map_or(0, |v| v.issued);
+        let issued = self.versions.get(key).issued;
         if named != key {
             return Some(format!("the value of key {named}"));
         }
@@ -279,7 +316,7 @@ impl KvFront {
         for rank in (0..keys).rev() {
             let key = self.keys.block_of_rank(rank);
             let version = self.next_version(key);
-            self.versions.get_mut(&key).expect("just issued").acked = version;
+            self.versions.get_mut(key).acked = version;
             let cmd = Command::Set {
                 key: self.key_bytes(key),
                 value: self.value(key, version),
@@ -299,13 +336,17 @@ impl KvFront {
     }
 
     fn next_version(&mut self, key: u64) -> u32 {
-        let v = self.versions.entry(key).or_default();
+        let v = self.versions.get_mut(key);
         v.issued += 1;
         v.issued
     }
 
     fn acked(&mut self, key: u64, version: u32) {
-        let v = self.versions.get_mut(&key).expect("a version was issued");
+        let v = self.versions.get_mut(key);
+        assert!(
+            v.issued >= version,
+            "version {version} of key {key} acked, never issued"
+        );
         v.acked = v.acked.max(version);
     }
 
@@ -356,7 +397,7 @@ impl KvFront {
         let now_ms = start_ns / 1_000_000;
         match what {
             Some((lone, then_set)) => {
-                let min_version = self.versions.get(&key).map_or(0, |v| v.acked);
+                let min_version = self.versions.get(key).acked;
                 let what = What::Get {
                     min_version,
                     then_set,
@@ -738,6 +779,30 @@ mod tests {
             );
         }
         assert!(f.wrong_value(7, 0, &good[..10]).is_some());
+    }
+
+    /// A key of the workload's space (the array) and a lone key (the map)
+    /// keep their versions alike, and a key never written reads as 0.
+    #[test]
+    fn the_version_book_keeps_dense_and_lone_keys_alike() {
+        let mut f = front();
+        let lone = FIRST_LONE_KEY + 9;
+        for key in [7, lone] {
+            let before = f.versions.get(key).issued;
+            let v = f.next_version(key);
+            assert_eq!(v, before + 1);
+            f.acked(key, v);
+            assert_eq!(
+                (f.versions.get(key).issued, f.versions.get(key).acked),
+                (v, v)
+            );
+            let good = f.value(key, v);
+            assert_eq!(f.wrong_value(key, v, &good), None, "key {key}");
+            assert!(f.wrong_value(key, 0, &f.value(key, v + 1)).is_some());
+        }
+        assert_eq!(f.versions.get(lone + 1).issued, 0);
+        assert_eq!(f.versions.get(99).acked, 0);
+        assert!(f.versions.sparse.len() == 1 && !f.versions.dense.is_empty());
     }
 
     /// Every length (words and a remainder) and every damaged position.

@@ -431,8 +431,11 @@ impl Loc {
         self.open = None;
         let region = &mut self.regions[r as usize];
         assert_eq!(region.state, State::Open);
-        let mut data = region.buf.clone();
-        data.resize(round_up_blocks(data.len() as u64) as usize, 0);
+        // Sized once: a clone grown to whole blocks would be copied twice.
+        let blocks_len = round_up_blocks(region.buf.len() as u64) as usize;
+        let mut data = Vec::with_capacity(blocks_len);
+        data.extend_from_slice(&region.buf);
+        data.resize(blocks_len, 0);
         region.state = State::Flushing;
         self.flushing += 1;
         let id = io.push(

@@ -478,16 +478,24 @@ fn filler(key: u64, version: u32) -> u8 {
     (splitmix64(key ^ (version as u64) << 40) & 0xff) as u8
 }
 
-/// Whether every byte of `body` is `fill`, eight at a time (checking every
-/// GET's value this way takes a fifth of a key-value run's time byte by
-/// byte).
+/// Whether every byte of `body` is `fill`: 64 bytes at a time, their
+/// eight words folded without a branch so that the compiler can use
+/// vector instructions (checking every GET's value byte by byte takes a
+/// fifth of a key-value run's time).
 fn all_bytes_are(body: &[u8], fill: u8) -> bool {
     let word = u64::from_ne_bytes([fill; 8]);
-    let mut chunks = body.chunks_exact(8);
-    let words_match = chunks
-        .by_ref()
-        .all(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")) == word);
-    words_match && chunks.remainder().iter().all(|&b| b == fill)
+    let differs = |chunk: &[u8]| {
+        chunk.chunks_exact(8).fold(0, |acc, c| {
+            acc | (u64::from_ne_bytes(c.try_into().expect("8 bytes")) ^ word)
+        })
+    };
+    let mut blocks = body.chunks_exact(64);
+    if blocks.by_ref().any(|b| differs(b) != 0) {
+        return false;
+    }
+    let rest = blocks.remainder();
+    let words = rest.len() / 8 * 8;
+    differs(&rest[..words]) == 0 && rest[words..].iter().all(|&b| b == fill)
 }
 
 /// Where a command's reply leaves its client.
@@ -808,7 +816,7 @@ mod tests {
     /// Every length (words and a remainder) and every damaged position.
     #[test]
     fn a_body_is_all_fill_only_when_every_byte_is() {
-        for len in 0..40 {
+        for len in 0..200 {
             let body = vec![0xa5u8; len];
             assert!(all_bytes_are(&body, 0xa5));
             for at in 0..len {

@@ -6,6 +6,8 @@
 
 use std::collections::VecDeque;
 
+use bytes::Bytes;
+
 /// Every offset and length the layer asks for is a multiple of this.
 pub const BLOCK_BYTES: u64 = 4096;
 
@@ -22,8 +24,9 @@ pub enum IoKind {
     },
     /// Write `data` (its length a multiple of [`BLOCK_BYTES`]).
     Write {
-        /// The bytes to write.
-        data: Vec<u8>,
+        /// The bytes to write (shared with the machine that asked, which
+        /// may still read them, as a region being written answers lookups).
+        data: Bytes,
         /// The write must be on stable storage when it completes (a FUA
         /// write): the store's log, checkpoints and superblocks, whose
         /// completion acknowledges puts or lets later writes reuse space.

@@ -80,8 +80,11 @@ struct Region {
     stamp: u64,
     /// Hashes of the items appended since the region was opened.
     hashes: Vec<u64>,
-    /// The region's bytes while it is open or being written.
+    /// The region's bytes while it is open.
     buf: Vec<u8>,
+    /// The region's bytes while they are being written (shared with the
+    /// write).
+    written: Bytes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +199,7 @@ impl Loc {
                     stamp: 0,
                     hashes: Vec::new(),
                     buf: Vec::new(),
+                    written: Bytes::new(),
                 })
                 .collect(),
             index: HashMap::new(),
@@ -431,11 +435,13 @@ impl Loc {
         self.open = None;
         let region = &mut self.regions[r as usize];
         assert_eq!(region.state, State::Open);
-        // Sized once: a clone grown to whole blocks would be copied twice.
+        // The buffer itself goes to the write, without a copy; the region
+        // keeps a share of it to answer lookups until the write ends.
         let blocks_len = round_up_blocks(region.buf.len() as u64) as usize;
-        let mut data = Vec::with_capacity(blocks_len);
-        data.extend_from_slice(&region.buf);
+        let mut data = std::mem::take(&mut region.buf);
         data.resize(blocks_len, 0);
+        let data = Bytes::from(data);
+        region.written = data.clone();
         region.state = State::Flushing;
         self.flushing += 1;
         let id = io.push(
@@ -474,11 +480,11 @@ impl Loc {
         match region.state {
             State::Open | State::Flushing => {
                 let at = slot.offset as usize;
-                found.push(read_item(
-                    &region.buf[at..at + slot.len as usize],
-                    tag,
-                    &key,
-                ));
+                let bytes = match region.state {
+                    State::Open => &region.buf[..],
+                    _ => &region.written[..],
+                };
+                found.push(read_item(&bytes[at..at + slot.len as usize], tag, &key));
             }
             State::Sealed => {
                 let start = slot.offset as u64 / BLOCK_BYTES * BLOCK_BYTES;
@@ -524,7 +530,7 @@ impl Loc {
             Pending::Flush(r) => {
                 self.flushing -= 1;
                 let region = &mut self.regions[r as usize];
-                region.buf = Vec::new();
+                region.written = Bytes::new();
                 if result.is_ok() {
                     region.state = State::Sealed;
                     self.track(r);

@@ -374,7 +374,8 @@ impl Soc {
             .image
             .as_ref()
             .expect("an image to write")
-            .encode(self.generation);
+            .encode(self.generation)
+            .into();
         let id = io.push(
             offset,
             IoKind::Write {

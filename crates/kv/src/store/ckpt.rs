@@ -82,7 +82,7 @@ impl Checkpointer {
             .chunks(PIECE_BYTES as usize)
             .enumerate()
             .map(|(i, piece)| {
-                let data = piece.to_vec();
+                let data = bytes::Bytes::copy_from_slice(piece);
                 io.push(
                     base + i as u64 * PIECE_BYTES,
                     IoKind::Write {
@@ -107,7 +107,7 @@ impl Checkpointer {
         let id = io.push(
             next.offset(),
             IoKind::Write {
-                data: next.encode(),
+                data: next.encode().into(),
                 durable: true,
             },
         );

@@ -216,7 +216,7 @@ impl LogWriter {
     pub fn issue(&mut self, io: &mut IoQueue) {
         let f = self.flight.as_mut().expect("a built write");
         assert!(f.id.is_none(), "a write issued twice");
-        let data = std::mem::take(&mut f.data);
+        let data = std::mem::take(&mut f.data).into();
         f.id = Some(io.push(
             f.phys,
             IoKind::Write {

@@ -284,7 +284,7 @@ impl Recovery {
         let id = io.push(
             sb.offset(),
             IoKind::Write {
-                data: sb.encode(),
+                data: sb.encode().into(),
                 durable: true,
             },
         );

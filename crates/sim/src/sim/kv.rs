@@ -38,7 +38,7 @@ struct KvIo {
     id: tiermux_kv::IoId,
     offset: u64,
     len_bytes: u64,
-    write: Option<Vec<u8>>,
+    write: Option<Bytes>,
     blocks_left: u32,
 }
 

@@ -51,13 +51,6 @@ impl Held {
         }
     }
 
-    /// The item whose encoding, already checked, is `encoded`.
-    fn from_encoded(encoded: Bytes) -> Held {
-        let (_, len) = item::decode_covered(&encoded).expect("a whole item");
-        assert_eq!(len, encoded.len(), "one item");
-        Held { encoded }
-    }
-
     fn view(&self) -> item::ItemRef<'_> {
         item::decode_covered(&self.encoded)
             .expect("a held item is whole")
@@ -146,12 +139,13 @@ impl Image {
         }
         let shared = Bytes::copy_from_slice(&buf[BUCKET_HEADER_BYTES..at]);
         let mut start = 0;
+        // The loop above found each item whole, so each slice is one.
         let items = ends
             .into_iter()
             .map(|end| {
-                let h = Held::from_encoded(shared.slice(start..end));
+                let encoded = shared.slice(start..end);
                 start = end;
-                h
+                Held { encoded }
             })
             .collect();
         Image { items }

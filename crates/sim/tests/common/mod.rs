@@ -7,7 +7,7 @@ use tiermux_core::Op;
 use tiermux_device::calibrate::closed_loop_throughput;
 use tiermux_device::lookup_profile;
 use tiermux_sim::experiment::{cell, run_all, Experiment};
-use tiermux_sim::RunResult;
+use tiermux_sim::{RunResult, SimConfig};
 
 /// Experiment `file` of `experiments/`, loaded.
 fn experiment(file: &str) -> Experiment {
@@ -23,6 +23,16 @@ pub fn run_file(
     file: &str,
     keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
 ) -> Vec<(BTreeMap<String, String>, RunResult)> {
+    run_file_with(file, keep, &|_| {})
+}
+
+/// As [`run_file`], each kept run's configuration first changed by
+/// `adjust` (a shorter run, say).
+pub fn run_file_with(
+    file: &str,
+    keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
+    adjust: &dyn Fn(&mut SimConfig),
+) -> Vec<(BTreeMap<String, String>, RunResult)> {
     let exp = experiment(file);
     let mut selected = Vec::new();
     for (swept, cfg) in &exp.runs {
@@ -34,7 +44,9 @@ pub fn run_file(
             .collect();
         key.insert("policy".into(), cfg.policy.clone());
         if keep(&key) {
-            selected.push((key, cfg.clone()));
+            let mut cfg = cfg.clone();
+            adjust(&mut cfg);
+            selected.push((key, cfg));
         }
     }
     let configs: Vec<_> = selected.iter().map(|(_, c)| c.clone()).collect();

@@ -354,7 +354,10 @@ fn flushed_writes_survive_power_cuts_and_no_block_returns_foreign_data() {
                 })
             })
             .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
     });
     assert_eq!(each.len(), modes.len());
     let mut total = Counts::default();

@@ -19,6 +19,7 @@ fn experiment(file: &str) -> Experiment {
 
 /// The runs of experiment `file` whose swept values satisfy `keep`, with
 /// their results, keyed by the swept values (`key=value` pairs).
+#[allow(dead_code)] // not every test binary that shares this module calls it
 pub fn run_file(
     file: &str,
     keep: &dyn Fn(&BTreeMap<String, String>) -> bool,

@@ -173,7 +173,7 @@ fn escaped(text: &str) -> String {
 
 /// Every experiment file in `experiments/` (simulator experiments and
 /// trace sweeps; `experiments/bench` is `tiermux bench`'s) runs cut short
-/// (0.05 simulated seconds, at most 20,000 keys, 5,000 trace requests), and `tiermux report` renders them all into one page with
+/// (0.05 simulated seconds, at most 5,000 keys, 5,000 trace requests), and `tiermux report` renders them all into one page with
 /// each file's section, every figure it names inline and every row from
 /// the papers it names. The numbers of such short runs mean little; that
 /// every file runs, draws and reports is what is checked.
@@ -199,7 +199,7 @@ fn every_experiment_renders_into_one_page() {
             if sub == "traces" {
                 ok(&["trace", "sweep", f, "--out", d, "--max-requests", "5000"]);
             } else {
-                let cut = ["--max-duration-s", "0.05", "--max-keys", "20000"];
+                let cut = ["--max-duration-s", "0.05", "--max-keys", "5000"];
                 ok(&[&["sim", f, "--out", d, "--threads", "2"][..], &cut[..]].concat());
             }
             expected.push((name, dir, spec));

@@ -3,7 +3,7 @@
 //! NVMe drive, a 60 s pre-warm at 16x Load-1.0, then 60 s at 0.5x and a
 //! 120 s burst at 16x, twice. The tests run the first of the two cycles
 //! (the file's first 240 of 420 simulated seconds): the second repeats it,
-//! and the shorter runs save the suite two minutes.
+//! and the shorter runs save the suite over a minute.
 //!
 //! HeMem serves the hot set (20 % of the blocks, 90 % of the accesses, all
 //! of which fit on the Optane drive) only from the performance device, so

@@ -160,7 +160,7 @@ enum Kind {
     Del,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Lookup {
     tag: u64,
     key: Bytes,
@@ -169,7 +169,7 @@ struct Lookup {
 }
 
 /// Lookups in flight for a key, and whether a set or delete overtook them.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Watch {
     readers: u32,
     changed: bool,
@@ -203,6 +203,7 @@ pub struct CacheStats {
 
 /// The cache machine: commands in, storage requests out, completions in,
 /// replies out. It does no I/O and reads no clock.
+#[derive(Clone)]
 pub struct Cache {
     cfg: CacheConfig,
     dram: Dram,

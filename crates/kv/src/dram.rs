@@ -22,6 +22,7 @@ pub struct DramItem {
 }
 
 /// An LRU cache of items under a byte budget.
+#[derive(Clone)]
 pub struct Dram {
     items: LruCache<Bytes, DramItem>,
     used_bytes: u64,

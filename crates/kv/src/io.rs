@@ -65,7 +65,7 @@ impl IoRequest {
 
 /// The storage requests a machine has issued: queued for its driver, and
 /// counted until they complete.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct IoQueue {
     next_id: IoId,
     ready: VecDeque<IoRequest>,

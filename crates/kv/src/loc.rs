@@ -70,7 +70,7 @@ impl RegionEviction {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Region {
     state: State,
     /// Reads in flight.
@@ -95,7 +95,7 @@ struct Slot {
 }
 
 /// An insert waiting for a region to append to.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Waiting {
     hash: u64,
     /// Tells this insert from a later one of the same hash.
@@ -105,7 +105,7 @@ struct Waiting {
     expires_at_ms: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Pending {
     Flush(u32),
     Trim(u32),
@@ -138,6 +138,7 @@ pub struct LocStats {
 }
 
 /// The large-object cache over `regions` regions from byte `base`.
+#[derive(Clone)]
 pub struct Loc {
     base: u64,
     region_bytes: u32,

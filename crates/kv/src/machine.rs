@@ -28,6 +28,7 @@ impl MachineConfig {
 
 /// A key-value machine: commands and completions in, storage requests and
 /// replies out.
+#[derive(Clone)]
 pub enum Machine {
     /// Cache mode.
     Cache(Cache),

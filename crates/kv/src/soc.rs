@@ -172,7 +172,7 @@ pub struct Found {
 }
 
 /// Work queued on a busy bucket before its image is read.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Step {
     Lookup { tag: u64, key: Bytes },
     Insert(Held),
@@ -180,7 +180,7 @@ enum Step {
 }
 
 /// A bucket with storage requests in flight.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Busy {
     image: Option<Image>,
     queued: VecDeque<Step>,
@@ -207,6 +207,7 @@ pub struct SocStats {
 }
 
 /// The small-object cache over `buckets` buckets from byte `base` of the volume.
+#[derive(Clone)]
 pub struct Soc {
     base: u64,
     buckets: u32,

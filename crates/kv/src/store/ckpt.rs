@@ -8,6 +8,7 @@ use super::index::Index;
 use super::meta::{block_ceil, encode_entry, Layout, Superblock};
 use crate::io::{IoId, IoKind, IoQueue};
 
+#[derive(Clone)]
 enum State {
     Idle,
     Data {
@@ -22,6 +23,7 @@ enum State {
 }
 
 /// Writes checkpoints and keeps the superblock on the volume.
+#[derive(Clone)]
 pub(crate) struct Checkpointer {
     state: State,
     /// The superblock on the volume.

@@ -12,7 +12,7 @@ use super::record::{self, Decoded, Kind, HEADER_BYTES};
 use super::{Purpose, Read, Store};
 use crate::io::IoKind;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum State {
     Idle,
     Reading,
@@ -27,7 +27,7 @@ enum State {
 }
 
 /// The cleaner's state.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Cleaner {
     state: State,
     chunk_bytes: u64,

@@ -13,7 +13,7 @@ use super::meta::{entry_bytes, Ptr};
 use super::record::Kind;
 
 /// Keys and where their values lie.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Index {
     map: BTreeMap<Bytes, Ptr>,
     live_bytes: u64,

@@ -38,7 +38,7 @@ impl Entry {
 }
 
 /// A write built and not yet finished.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Flight {
     pub id: Option<IoId>,
     /// Volume offset and bytes of the write.
@@ -53,6 +53,7 @@ pub(crate) struct Flight {
 }
 
 /// The log's writer and its positions.
+#[derive(Clone)]
 pub(crate) struct LogWriter {
     layout: Layout,
     generation: u64,

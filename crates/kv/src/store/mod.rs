@@ -193,7 +193,7 @@ pub struct StoreStats {
     pub damaged_reads: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Pending {
     value: Option<Bytes>,
     count: u32,
@@ -206,7 +206,7 @@ enum Purpose {
     Clean { base: u64 },
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Read {
     key: Bytes,
     ptr: Ptr,
@@ -215,7 +215,7 @@ struct Read {
     purpose: Purpose,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct ScanOp {
     tag: u64,
     with_values: bool,
@@ -224,6 +224,7 @@ struct ScanOp {
     error: Option<String>,
 }
 
+#[derive(Clone)]
 enum Phase {
     Opening(Box<Recovery>),
     Ready,
@@ -232,6 +233,7 @@ enum Phase {
 
 /// The store machine: commands in, storage requests out, completions in,
 /// replies out.
+#[derive(Clone)]
 pub struct Store {
     cfg: StoreConfig,
     layout: Layout,

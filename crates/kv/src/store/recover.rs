@@ -14,6 +14,7 @@ use super::record::{self, Decoded, Kind, HEADER_BYTES};
 use crate::io::{IoId, IoKind, IoQueue};
 
 /// What a store found when it opened.
+#[derive(Clone)]
 pub(crate) struct Recovered {
     pub sb: Superblock,
     pub index: Index,
@@ -24,12 +25,14 @@ pub(crate) struct Recovered {
 }
 
 /// How an open is going.
+#[derive(Clone)]
 pub(crate) enum Progress {
     Busy,
     Done(Box<Recovered>),
     Failed(String),
 }
 
+#[derive(Clone)]
 enum Stage {
     Super,
     Checkpoint { buf: Vec<u8>, outstanding: u32 },
@@ -38,6 +41,7 @@ enum Stage {
 }
 
 /// An open in progress: one stage's requests at a time.
+#[derive(Clone)]
 pub(crate) struct Recovery {
     layout: Layout,
     volume_bytes: u64,

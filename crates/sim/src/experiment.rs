@@ -20,7 +20,7 @@ use serde::Serialize;
 use tiermux_report::{PaperSpec, PlotData, PlotSpec, Table};
 
 use crate::config::{ConfigError, SimConfig};
-use crate::sim::{run, RunResult, SimError};
+use crate::sim::{run_sharing, PrefillShare, RunResult, SimError};
 
 /// A parsed experiment file.
 #[derive(Clone, Debug)]
@@ -465,6 +465,7 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs `configs` on up to `threads` threads, calling `progress` after each;
 /// a run that panics gives [`SimError::Panicked`] and the others go on.
+/// Runs with the same key-value prefill share it (see [`PrefillShare`]).
 pub fn run_all(
     configs: &[SimConfig],
     threads: usize,
@@ -474,6 +475,7 @@ pub fn run_all(
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let share = PrefillShare::plan(configs);
     let out: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
         Mutex::new((0..configs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
@@ -483,10 +485,10 @@ pub fn run_all(
                 if i >= configs.len() {
                     break;
                 }
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&configs[i])))
-                    .unwrap_or_else(|payload| {
-                        Err(SimError::Panicked(panic_text(payload.as_ref())))
-                    });
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_sharing(&configs[i], Some(&share))
+                }))
+                .unwrap_or_else(|payload| Err(SimError::Panicked(panic_text(payload.as_ref()))));
                 out.lock().expect("results")[i] = Some(r);
                 progress(done.fetch_add(1, Ordering::SeqCst) + 1);
             });

@@ -167,6 +167,7 @@ pub struct GenRequest {
 }
 
 /// A running generator for a [`WorkloadSpec`].
+#[derive(Clone)]
 pub struct Workload {
     pattern: Pattern,
     working_set: u64,

@@ -150,6 +150,20 @@ fn a_full_store_refuses_sets_and_keeps_every_acknowledged_value() {
     assert!(k.refused > 100 && k.sets > 100 && k.gets > 1000, "{k:?}");
 }
 
+/// A prefill of more keys than the store's index holds: the SETs it
+/// refuses leave their keys unwritten, so that GETs of them find nothing
+/// and the checkers expect nothing.
+#[test]
+fn a_prefill_the_index_cannot_hold_leaves_the_refused_keys_unset() {
+    let kv = store_spec(1000, 0.0, 0.0, false);
+    let mut c = store_config("classic", 0, 0.0, 16, 400, kv, 20_000, 7);
+    c.volume_blocks = Some(8192);
+    let r = run(&c).unwrap_or_else(|e| panic!("{e}"));
+    let k = r.kv.unwrap();
+    assert!(k.gets > 1000, "{k:?}");
+    assert!(r.hit_ratio > 0.1 && r.hit_ratio < 0.9, "{}", r.hit_ratio);
+}
+
 /// A store answers a GET of a key it never held with nothing, and does
 /// not SET it (lookaside is a cache's); a hot spot that moves to keys
 /// never set then misses.

@@ -23,6 +23,7 @@ use tiermux_core::NO_TAG;
 use tiermux_core::{Access, Histogram, Op};
 use tiermux_kv::{Command, IoKind, IoRequest, Machine, Reply, Summary};
 
+use super::prefill::PrefillShare;
 use super::{Ev, Req, Simulator, Versions};
 use crate::kvconfig::KvSpec;
 use crate::workload::{volume_blocks_needed, Workload};
@@ -34,6 +35,7 @@ pub(super) const CHOOSE_KEY: u64 = u64::MAX;
 const FIRST_LONE_KEY: u64 = 1 << 40;
 
 /// A storage request of the cache in flight on the volume.
+#[derive(Clone)]
 struct KvIo {
     id: tiermux_kv::IoId,
     offset: u64,
@@ -70,12 +72,13 @@ struct KvOp {
 }
 
 /// The key-value clients' state and the machine.
+#[derive(Clone)]
 pub(super) struct KvFront {
     spec: KvSpec,
     machine: Machine,
     keys: Workload,
     rng: Rng,
-    store: memmap2::MmapMut,
+    store: Contents,
     ios: Vec<Option<KvIo>>,
     free_ios: Vec<u32>,
     ops: HashMap<u64, KvOp>,
@@ -102,6 +105,7 @@ pub(super) struct KvFront {
 /// The version checker's state of every key: an array over the
 /// workload's key space (up to [`DENSE_VERSION_KEYS`]), a map for the lone
 /// keys and any beyond it. A key never written reads as version 0.
+#[derive(Clone)]
 struct VersionBook {
     dense: Vec<Versions>,
     sparse: HashMap<u64, Versions>,
@@ -158,7 +162,7 @@ impl KvFront {
             machine,
             keys: Workload::new(workload, keys, key_space, seed ^ 0x4B56),
             rng: Rng::new(seed ^ 0x4B56_C11E),
-            store: zeroed_store(volume_bytes as usize),
+            store: Contents::zeroed(volume_bytes as usize),
             ios: Vec::new(),
             free_ios: Vec::new(),
             ops: HashMap::new(),
@@ -190,7 +194,7 @@ impl KvFront {
             let at = io.offset as usize;
             match io.kind {
                 IoKind::Write { data, .. } => {
-                    self.store[at..at + data.len()].copy_from_slice(&data);
+                    self.store.write(at, &data);
                     let first = io.offset / tiermux_kv::BLOCK_BYTES;
                     let n = data.len() as u64 / tiermux_kv::BLOCK_BYTES;
                     written.extend(first..first + n);
@@ -202,7 +206,7 @@ impl KvFront {
                     m.complete(io.id, Ok(&store[at..end]));
                 }
                 IoKind::Trim { len_bytes } => {
-                    self.store[at..at + len_bytes as usize].fill(0);
+                    self.store.zero(at, len_bytes as usize);
                     self.machine.complete(io.id, Ok(&[]));
                 }
             }
@@ -308,31 +312,49 @@ impl KvFront {
     }
 
     /// Sets every key, coldest first, with storage that completes at once
-    /// (a store's puts in group commits of 256);
-    /// returns the volume blocks written, most recently written first.
+    /// (a store's puts in group commits of 256); a SET the machine
+    /// refuses (a full store) is counted in `refused`, and its key stays
+    /// unwritten for the checkers. Returns the volume blocks written, most
+    /// recently written first.
     pub(super) fn prefill(&mut self) -> Vec<u64> {
         let keys = self.keys.working_set();
         let mut written: Vec<u64> = Vec::new();
         for rank in (0..keys).rev() {
             let key = self.keys.block_of_rank(rank);
             let version = self.next_version(key);
-            self.versions.get_mut(key).acked = version;
             let cmd = Command::Set {
                 key: self.key_bytes(key),
                 value: self.value(key, version),
                 expires_at_ms: 0,
             };
-            self.machine.submit(u64::MAX, cmd, 0);
+            self.machine.submit(key, cmd, 0);
             // A store packs its puts into group commits, as under load.
             if !self.spec.is_store() || rank % 256 == 0 {
                 self.settle_at_once(&mut written);
             }
-            while self.machine.pop_reply().is_some() {}
+            self.prefill_replies();
         }
+        self.settle_at_once(&mut written);
+        self.prefill_replies();
         let mut seen = std::collections::HashSet::new();
         written.reverse();
         written.retain(|b| seen.insert(*b));
         written
+    }
+
+    /// Takes the replies to the prefill's SETs (tagged with their keys,
+    /// each set once).
+    fn prefill_replies(&mut self) {
+        while let Some((key, reply)) = self.machine.pop_reply() {
+            match reply {
+                Reply::Stored => {
+                    let version = self.versions.get(key).issued;
+                    self.acked(key, version);
+                }
+                Reply::Error(_) => self.refused += 1,
+                other => panic!("the reply {other:?} to the prefill's SET of key {key}"),
+            }
+        }
     }
 
     fn next_version(&mut self, key: u64) -> u32 {
@@ -601,7 +623,7 @@ impl Simulator {
         kv.take_blocks(first, n, true);
         kv.release_blocks(first, n);
         let bs = tiermux_kv::BLOCK_BYTES as usize;
-        kv.store[first as usize * bs..(first + n) as usize * bs].fill(0);
+        kv.store.zero(first as usize * bs, n as usize * bs);
         for block in self.dispatcher.discard(first, first + n) {
             self.dispatcher.submit_trim(NO_TAG, block);
         }
@@ -624,7 +646,7 @@ impl Simulator {
         let at = io.offset as usize;
         match io.write {
             Some(data) => {
-                kv.store[at..at + data.len()].copy_from_slice(&data);
+                kv.store.write(at, &data);
                 kv.machine.complete(io.id, Ok(&[]));
             }
             None => {
@@ -716,19 +738,69 @@ impl Simulator {
         }
     }
 
-    /// Sets every key before the run and warms the policy with the blocks
-    /// written, most recent first.
-    pub(super) fn kv_prefill(&mut self) {
-        let blocks = self.kv().prefill();
+    /// Sets every key before the run (or starts from a copy of a front
+    /// `share` holds for runs of the same prefill) and warms the policy
+    /// with the blocks written, most recent first.
+    pub(super) fn kv_prefill(&mut self, share: Option<&PrefillShare>) {
+        let front = self.kv.take().expect("a key-value run has a front");
+        let prefill = move || {
+            let mut front = front;
+            let written = front.prefill();
+            Prefilled { front, written }
+        };
+        let filled = match (share, prefill_key(&self.r)) {
+            (Some(share), Some(key)) => share.take(&key, prefill),
+            _ => prefill(),
+        };
+        self.kv = Some(filled.front);
         // The run's figures leave the prefill out, warm-up or none.
         let kv = self.kv();
         kv.stats_at_warmup = kv.stats();
-        for b in blocks {
+        for b in filled.written {
             if !self.dispatcher.warm(b) {
                 break;
             }
         }
     }
+}
+
+/// A key-value front just after its prefill, and the volume blocks the
+/// prefill wrote, most recently written first.
+#[derive(Clone)]
+pub(super) struct Prefilled {
+    front: KvFront,
+    written: Vec<u64>,
+}
+
+/// Bytes a copy of a prefilled front may write for each key set before
+/// the copy costs more than another prefill: a prefill costs about 2.7 µs
+/// a key, and a copy about 0.6 ns a byte of the store ever written
+/// (zeroing its pages, then copying into them; `docs/performance.md`).
+const COPY_BYTES_PER_KEY_SET: u64 = 4096;
+
+impl Prefilled {
+    /// Whether copying this front costs less than prefilling another.
+    pub(super) fn cheaper_to_copy(&self) -> bool {
+        let keys = self.front.keys.working_set();
+        self.front.store.written_bytes() < keys.saturating_mul(COPY_BYTES_PER_KEY_SET)
+    }
+}
+
+/// What a key-value run's prefill depends on: its key-value spec, its
+/// workload, its keys, its volume's bytes and its seed (not its policy,
+/// devices or client), as a string equal for runs whose prefilled fronts
+/// are equal; none for a run without a prefill.
+pub(super) fn prefill_key(r: &crate::config::Resolved) -> Option<String> {
+    let spec = r.cfg.kv.as_ref().filter(|k| k.prefill)?;
+    let inputs = (
+        spec,
+        &r.cfg.workload,
+        r.working_set,
+        r.volume_blocks,
+        r.cfg.block_size,
+        r.cfg.seed,
+    );
+    Some(serde_json::to_string(&inputs).expect("the key-value inputs serialize"))
 }
 
 /// Builds the front of a key-value run, or none for a block run.
@@ -744,15 +816,77 @@ pub(super) fn front_for(r: &crate::config::Resolved) -> Option<KvFront> {
     ))
 }
 
-/// `len` zero bytes for the simulated devices' contents: an anonymous
-/// mapping the kernel may back with huge pages, so that a prefill that
-/// writes the whole hierarchy takes a page fault per 2 MiB, not per 4 KiB.
-fn zeroed_store(len: usize) -> memmap2::MmapMut {
-    let store = memmap2::MmapMut::map_anon(len.max(1)).expect("mapping the simulated store");
-    // Advice only: without huge pages the store is the same, only slower.
-    #[cfg(target_os = "linux")]
-    let _ = store.advise(memmap2::Advice::HugePage);
-    store
+/// The volume's bytes: an anonymous mapping the kernel may back with huge
+/// pages, so that a prefill that writes the whole hierarchy takes a page
+/// fault per 2 MiB, not per 4 KiB; and which stretches of it were ever
+/// written, so that a copy copies those alone.
+struct Contents {
+    map: memmap2::MmapMut,
+    /// Whether each [`CHUNK_BYTES`] stretch was written (else it is all
+    /// zero, and untouched).
+    written: Vec<bool>,
+}
+
+/// The stretch [`Contents`] notes as written: a huge page.
+const CHUNK_BYTES: usize = 2 << 20;
+
+impl Contents {
+    /// `len` zero bytes.
+    fn zeroed(len: usize) -> Contents {
+        let map = memmap2::MmapMut::map_anon(len.max(1)).expect("mapping the simulated store");
+        // Advice only: without huge pages the store is the same, only slower.
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        let written = vec![false; map.len().div_ceil(CHUNK_BYTES)];
+        Contents { map, written }
+    }
+
+    /// Bytes of the stretches ever written.
+    fn written_bytes(&self) -> u64 {
+        self.written.iter().filter(|w| **w).count() as u64 * CHUNK_BYTES as u64
+    }
+
+    /// Notes bytes `at..at + len` as written.
+    fn note(&mut self, at: usize, len: usize) {
+        if len > 0 {
+            let chunks = at / CHUNK_BYTES..=(at + len - 1) / CHUNK_BYTES;
+            self.written[chunks].fill(true);
+        }
+    }
+
+    /// Writes `data` at byte `at`.
+    fn write(&mut self, at: usize, data: &[u8]) {
+        self.note(at, data.len());
+        self.map[at..at + data.len()].copy_from_slice(data);
+    }
+
+    /// Zeroes `len` bytes from byte `at`.
+    fn zero(&mut self, at: usize, len: usize) {
+        self.note(at, len);
+        self.map[at..at + len].fill(0);
+    }
+}
+
+impl Clone for Contents {
+    /// A copy that copies the stretches ever written alone: the others are
+    /// zero in both, and take no memory in the copy either.
+    fn clone(&self) -> Contents {
+        let mut copy = Contents::zeroed(self.map.len());
+        for (i, _) in self.written.iter().enumerate().filter(|(_, w)| **w) {
+            let at = i * CHUNK_BYTES;
+            let end = (at + CHUNK_BYTES).min(self.map.len());
+            copy.map[at..end].copy_from_slice(&self.map[at..end]);
+        }
+        copy.written.clone_from(&self.written);
+        copy
+    }
+}
+
+impl std::ops::Deref for Contents {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map
+    }
 }
 
 #[cfg(test)]

@@ -4,11 +4,17 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use super::{RunResult, SimError, Simulator};
+use super::{PrefillShare, RunResult, SimError, Simulator};
 use crate::config::{workers_for_load, ClientMode, ClientSpec, SimConfig, CACHE_PARAMS};
 
 /// Validates `cfg` and runs it.
 pub fn run(cfg: &SimConfig) -> Result<RunResult, SimError> {
+    run_sharing(cfg, None)
+}
+
+/// Validates `cfg` and runs it, a key-value run starting from `share`'s
+/// prefill where it holds one for the run (see [`PrefillShare`]).
+pub fn run_sharing(cfg: &SimConfig, share: Option<&PrefillShare>) -> Result<RunResult, SimError> {
     let mut r = cfg.resolve()?;
     if let ClientMode::Load { load } = r.client {
         let unit = load_unit_workers(cfg)?;
@@ -16,7 +22,7 @@ pub fn run(cfg: &SimConfig) -> Result<RunResult, SimError> {
             workers: workers_for_load(load, unit),
         };
     }
-    Simulator::new(r)?.run()
+    Simulator::new(r)?.run_sharing(share)
 }
 
 /// The largest concurrency the Load-1.0 probe tries: enough for a pause

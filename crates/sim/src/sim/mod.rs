@@ -23,9 +23,11 @@ mod failure;
 mod kv;
 mod loadx;
 mod merged;
+mod prefill;
 mod results;
 
-pub use loadx::{load_unit_workers, run};
+pub use loadx::{load_unit_workers, run, run_sharing};
+pub use prefill::PrefillShare;
 pub use results::{DeviceResult, KvResult, RunResult, Sample};
 
 use crate::trace_run::TraceCursor;
@@ -443,9 +445,15 @@ impl Simulator {
     }
 
     /// Runs to the end and returns the measurements.
-    pub fn run(mut self) -> Result<RunResult, SimError> {
+    pub fn run(self) -> Result<RunResult, SimError> {
+        self.run_sharing(None)
+    }
+
+    /// Runs to the end, a key-value run starting from `share`'s prefill
+    /// where it holds one for the run, and returns the measurements.
+    pub fn run_sharing(mut self, share: Option<&PrefillShare>) -> Result<RunResult, SimError> {
         match self.r.cfg.kv.as_ref().map(|k| k.prefill) {
-            Some(true) => self.kv_prefill(),
+            Some(true) => self.kv_prefill(share),
             Some(false) => {}
             // A trace run starts cold: its hot blocks are not known ahead.
             None if self.r.cfg.prefill && self.trace.is_none() => self.prefill(),

@@ -135,7 +135,10 @@ impl KvBenchArgs {
             .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
         let kv = cfg.kv.as_ref().expect("a key-value run");
         kv.check_store_room(self.keys, self.volume_mib << 20)
-            .map_err(|e| anyhow::anyhow!("--volume-mib: {}", e.message))?;
+            .map_err(|e| match e.field.as_str() {
+                "volume_blocks" => anyhow::anyhow!("--volume-mib: {}", e.message),
+                _ => anyhow::anyhow!("{e}"),
+            })?;
         cfg.resolve()?;
         Ok(cfg)
     }

@@ -215,10 +215,12 @@ impl KvSpec {
     /// error names the volume they need, in MiB. (Keys inserted during a
     /// run come on top; a SET the full store refuses is counted, not
     /// lost.)
+    /// Checks the key index first ([`KvSpec::check_index_room`]).
     pub fn check_store_room(&self, keys: u64, volume_bytes: u64) -> Result<(), ConfigError> {
         if !self.is_store() {
             return Ok(());
         }
+        self.check_index_room(keys, volume_bytes)?;
         let room = |bytes: u64| self.store_config(bytes, 1).max_live_bytes();
         let store = self.store_config(volume_bytes, 1);
         let mean_key = (self.key_bytes_min + self.key_bytes_max) as usize / 2;
@@ -252,6 +254,43 @@ impl KvSpec {
                 store.layout().log_bytes >> 20,
                 store.max_live_share * 100.0,
                 high_mib
+            ),
+        ))
+    }
+
+    /// For a store: whether its key index holds the entries of `keys`
+    /// keys of the mean key size (a key is at least its number's digits
+    /// and a letter). The error names the index they need, in bytes, or
+    /// the volume whose sixteenth holds it when `index_bytes` is left to
+    /// the volume.
+    fn check_index_room(&self, keys: u64, volume_bytes: u64) -> Result<(), ConfigError> {
+        let index_bytes = self.store_config(volume_bytes, 1).index_bytes;
+        let digits = keys.saturating_sub(1).to_string().len();
+        let mean_key = ((self.key_bytes_min + self.key_bytes_max) as usize / 2).max(digits + 1);
+        let entry = tiermux_kv::store::meta::entry_bytes(mean_key);
+        let need = keys.saturating_mul(entry);
+        if need <= index_bytes {
+            return Ok(());
+        }
+        let need_blocks = need.div_ceil(tiermux_kv::BLOCK_BYTES) * tiermux_kv::BLOCK_BYTES;
+        let (field, fix) = if self.index_bytes == 0 {
+            let mib = need_blocks.saturating_mul(16).div_ceil(1 << 20);
+            (
+                "volume_blocks",
+                format!(
+                    "a sixteenth of the volume; give it at least {mib} MiB, or set kv.index_bytes"
+                ),
+            )
+        } else {
+            (
+                "kv.index_bytes",
+                format!("kv.index_bytes; give it at least {need_blocks}"),
+            )
+        };
+        Err(ConfigError::new(
+            field,
+            format!(
+                "{keys} keys of about {mean_key} bytes need {need} bytes of key index ({entry} a key), and the store's is {index_bytes} bytes ({fix})"
             ),
         ))
     }

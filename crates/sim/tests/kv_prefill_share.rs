@@ -28,7 +28,7 @@ fn cache_spec() -> KvSpec {
 fn store_spec() -> KvSpec {
     KvSpec {
         mode: "store".into(),
-        index_bytes: 256 << 10,
+        index_bytes: 1 << 20,
         max_write_bytes: 64 << 10,
         value_bytes_min: 16,
         value_bytes_max: 1000,

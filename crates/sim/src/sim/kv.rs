@@ -909,6 +909,29 @@ mod tests {
     }
 
     #[test]
+    fn a_prefill_set_the_store_refuses_leaves_its_key_unset() {
+        // An index of 4 KiB holds about 170 of the 1,000 keys.
+        let spec = KvSpec {
+            mode: "store".into(),
+            index_bytes: 4096,
+            max_write_bytes: 64 << 10,
+            value_bytes_min: 16,
+            value_bytes_max: 100,
+            ..KvSpec::default()
+        };
+        let mut f = KvFront::new(&spec, &WorkloadSpec::default(), 1000, 16 << 20, 1);
+        f.prefill();
+        let keys: Vec<u64> = (0..1000).map(|rank| f.keys.block_of_rank(rank)).collect();
+        let unset = keys
+            .iter()
+            .filter(|&&k| f.versions.get(k).acked == 0)
+            .count();
+        assert!(f.refused > 500 && f.refused < 1000, "{}", f.refused);
+        assert_eq!(unset as u64, f.refused);
+        assert!(keys.iter().all(|&k| f.versions.get(k).issued == 1));
+    }
+
+    #[test]
     fn the_value_checker_refuses_every_kind_of_wrong_value() {
         let f = front();
         let good = f.value(7, 2);

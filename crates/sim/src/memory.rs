@@ -1,6 +1,7 @@
 //! Whether a run's per-block state fits in this machine's memory. The
 //! simulator keeps state for every block of the volume and of each device
-//! (the version checker, the devices' contents); a volume too large for
+//! (the version checker, the devices' contents), and a key-value run the
+//! volume's bytes; a volume too large for
 //! the machine gets a configuration error that names its size, instead of
 //! an allocation failure partway through a sweep.
 
@@ -37,28 +38,50 @@ pub fn machine_memory_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-/// Checks that a run of `volume` can keep its per-block state within
-/// `memory_bytes` (no check when it is unknown); the error says how much
-/// the volume needs and what to change.
-pub fn check_fits(volume: &VolumeSpec, memory_bytes: Option<u64>) -> Result<(), String> {
+/// Checks that a run of `volume` can keep its per-block state, and the
+/// volume's bytes where it keeps them (`keeps_contents`: a key-value run,
+/// whose machine reads back what it wrote), within `memory_bytes` (no
+/// check when it is unknown); the error says how much the volume needs
+/// and what to change.
+pub fn check_fits(
+    volume: &VolumeSpec,
+    keeps_contents: bool,
+    memory_bytes: Option<u64>,
+) -> Result<(), String> {
     let Some(memory) = memory_bytes else {
         return Ok(());
     };
-    let needed = state_bytes(volume);
-    if needed <= memory as u128 {
+    let state = state_bytes(volume);
+    let contents = if keeps_contents {
+        volume.num_blocks as u128 * volume.block_size as u128
+    } else {
+        0
+    };
+    if state + contents <= memory as u128 {
         return Ok(());
     }
     const GIB: f64 = (1u64 << 30) as f64;
-    Err(format!(
-        "a volume of {} blocks on devices of {} blocks keeps at least {:.1} GiB of per-block state, more than this machine's {:.1} GiB; use fewer or larger blocks",
+    let blocks = format!(
+        "a volume of {} blocks on devices of {} blocks",
         volume.num_blocks,
         volume
             .devices
             .iter()
             .map(|d| d.capacity_blocks.to_string())
             .collect::<Vec<_>>()
-            .join(" + "),
-        needed as f64 / GIB,
+            .join(" + ")
+    );
+    if contents > 0 {
+        return Err(format!(
+            "{blocks} keeps its {:.1} GiB of bytes (a key-value run reads back what it wrote) and {:.1} GiB of per-block state, more than this machine's {:.1} GiB; use a smaller volume",
+            contents as f64 / GIB,
+            state as f64 / GIB,
+            memory as f64 / GIB
+        ));
+    }
+    Err(format!(
+        "{blocks} keeps at least {:.1} GiB of per-block state, more than this machine's {:.1} GiB; use fewer or larger blocks",
+        state as f64 / GIB,
         memory as f64 / GIB
     ))
 }
@@ -93,11 +116,24 @@ mod tests {
     #[test]
     fn a_volume_past_the_memory_is_refused_with_its_size() {
         let gib = 1u64 << 30;
-        assert!(check_fits(&volume(1 << 20, 1 << 10), Some(gib)).is_ok());
-        let err = check_fits(&volume(u64::MAX / 2, 1 << 10), Some(gib)).unwrap_err();
+        assert!(check_fits(&volume(1 << 20, 1 << 10), false, Some(gib)).is_ok());
+        let err = check_fits(&volume(u64::MAX / 2, 1 << 10), false, Some(gib)).unwrap_err();
         assert!(err.contains(&format!("{} blocks", u64::MAX / 2)), "{err}");
         assert!(err.contains("1.0 GiB"), "{err}");
         // Unknown memory: no check.
-        assert!(check_fits(&volume(u64::MAX / 2, 1 << 10), None).is_ok());
+        assert!(check_fits(&volume(u64::MAX / 2, 1 << 10), false, None).is_ok());
+    }
+
+    #[test]
+    fn a_key_value_run_counts_the_volume_bytes_too() {
+        let gib = 1u64 << 30;
+        // 1 GiB of 4 KiB blocks: 2 MiB of per-block state alone, but with
+        // its bytes more than 1 GiB.
+        let v = volume(1 << 18, 1 << 10);
+        assert!(check_fits(&v, false, Some(gib)).is_ok());
+        let err = check_fits(&v, true, Some(gib)).unwrap_err();
+        assert!(err.contains("keeps its 1.0 GiB of bytes"), "{err}");
+        assert!(err.contains("use a smaller volume"), "{err}");
+        assert!(check_fits(&v, true, Some(2 * gib)).is_ok());
     }
 }

@@ -239,3 +239,21 @@ fn flash_hits_from_region_buffers_read_no_block() {
     assert!(k.flash_hits > 1000, "{k:?}");
     assert_eq!((k.volume_reads, r.reads_checked), (0, 0), "{k:?}");
 }
+
+/// A key-value run keeps every byte of its volume: one whose bytes alone
+/// fill this machine's memory is refused before it starts, by name.
+#[test]
+fn a_volume_whose_bytes_exceed_the_memory_is_refused_by_name() {
+    let memory_bytes = tiermux_sim::memory::machine_memory_bytes().expect("/proc/meminfo");
+    let kv = spec(0.3, 3000, 64, [0.0, 0.0, 0.0], false);
+    let mut c = kv_config("classic", 0, 0.1, 4, 256, kv, 1000, 1);
+    c.volume_blocks = Some(memory_bytes / 4096);
+    let e = c.resolve().unwrap_err().to_string();
+    assert!(
+        e.starts_with("volume_blocks:") && e.contains("use a smaller volume"),
+        "{e}"
+    );
+    // The same volume for a block run keeps its per-block state alone.
+    c.kv = None;
+    c.resolve().unwrap_or_else(|e| panic!("{e}"));
+}

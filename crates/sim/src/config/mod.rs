@@ -364,8 +364,12 @@ impl SimConfig {
         let client = sized.resolve_client()?;
         let params = params_from_toml(&sized.policy_params()?)?;
         let volume = volume_spec(&sized, &devices, volume_blocks);
-        crate::memory::check_fits(&volume, crate::memory::machine_memory_bytes())
-            .map_err(|e| ConfigError::new("volume_blocks", e))?;
+        crate::memory::check_fits(
+            &volume,
+            sized.kv.is_some(),
+            crate::memory::machine_memory_bytes(),
+        )
+        .map_err(|e| ConfigError::new("volume_blocks", e))?;
         let controller_names = sized.check_policy(&params, &volume)?;
         Ok(Resolved {
             controller_names,

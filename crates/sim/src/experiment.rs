@@ -465,7 +465,9 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs `configs` on up to `threads` threads, calling `progress` after each;
 /// a run that panics gives [`SimError::Panicked`] and the others go on.
-/// Runs with the same key-value prefill share it (see [`PrefillShare`]).
+/// Runs with the same key-value prefill share it (see [`PrefillShare`]),
+/// and no more key-value runs go at once than their volumes' bytes fit
+/// this machine's memory ([`crate::memory::sweep_fit`]).
 pub fn run_all(
     configs: &[SimConfig],
     threads: usize,
@@ -475,11 +477,16 @@ pub fn run_all(
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let share = PrefillShare::plan(configs);
+    let fit = crate::memory::sweep_fit(configs, threads, crate::memory::machine_memory_bytes());
+    let share = if fit.share_prefills {
+        PrefillShare::plan(configs)
+    } else {
+        PrefillShare::plan(&[])
+    };
     let out: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
         Mutex::new((0..configs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
-        for _ in 0..threads.max(1).min(configs.len().max(1)) {
+        for _ in 0..fit.threads.min(configs.len().max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 if i >= configs.len() {

@@ -86,6 +86,55 @@ pub fn check_fits(
     ))
 }
 
+/// How a sweep runs its key-value runs within `memory_bytes`: at most
+/// `threads` at once, and whether they may share prefills (a share holds
+/// a front beside each thread's own, so a thread may need two copies of
+/// the volume's bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SweepFit {
+    /// Runs at once.
+    pub threads: usize,
+    /// Whether the runs may share prefilled fronts.
+    pub share_prefills: bool,
+}
+
+/// The threads a sweep may run `configs` on, up to `threads`, so that the
+/// key-value runs' volume bytes fit `memory_bytes` (no limit when it is
+/// unknown or no run is a key-value run); sharing prefills when two
+/// copies a thread fit at least one thread.
+pub fn sweep_fit(
+    configs: &[crate::SimConfig],
+    threads: usize,
+    memory_bytes: Option<u64>,
+) -> SweepFit {
+    let threads = threads.max(1);
+    let largest_bytes = configs
+        .iter()
+        .filter(|c| c.kv.is_some())
+        .map(|c| c.volume_blocks.unwrap_or(0) as u128 * c.block_size as u128)
+        .max()
+        .unwrap_or(0);
+    let (Some(memory), true) = (memory_bytes, largest_bytes > 0) else {
+        return SweepFit {
+            threads,
+            share_prefills: true,
+        };
+    };
+    let fitting = |copies: u128| (memory as u128 / (copies * largest_bytes)) as usize;
+    if fitting(2) >= 1 {
+        SweepFit {
+            threads: threads.min(fitting(2)),
+            share_prefills: true,
+        }
+    } else {
+        // Each run alone was checked to fit (`check_fits`).
+        SweepFit {
+            threads: threads.min(fitting(1).max(1)),
+            share_prefills: false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +171,29 @@ mod tests {
         assert!(err.contains("1.0 GiB"), "{err}");
         // Unknown memory: no check.
         assert!(check_fits(&volume(u64::MAX / 2, 1 << 10), false, None).is_ok());
+    }
+
+    #[test]
+    fn a_sweep_runs_as_many_key_value_runs_at_once_as_fit() {
+        let gib = 1u64 << 30;
+        let run = |blocks: u64, kv: bool| crate::SimConfig {
+            volume_blocks: Some(blocks),
+            kv: kv.then(crate::kvconfig::KvSpec::default),
+            ..crate::SimConfig::default()
+        };
+        let fit = |configs: &[crate::SimConfig], threads, memory| {
+            let f = sweep_fit(configs, threads, Some(memory));
+            (f.threads, f.share_prefills)
+        };
+        // 1 GiB volumes, two copies a thread: 8 GiB fits 4 threads.
+        let kv = [run(1 << 18, true), run(1 << 17, true)];
+        assert_eq!(fit(&kv, 16, 8 * gib), (4, true));
+        assert_eq!(fit(&kv, 2, 8 * gib), (2, true));
+        // 1.5 GiB: one copy fits, two do not.
+        assert_eq!(fit(&kv, 16, 3 * gib / 2), (1, false));
+        // Block runs keep no volume bytes; unknown memory sets no limit.
+        assert_eq!(fit(&[run(1 << 30, false)], 16, gib), (16, true));
+        assert_eq!(sweep_fit(&kv, 16, None).threads, 16);
     }
 
     #[test]

@@ -481,7 +481,7 @@ pub fn run_all(
     let share = if fit.share_prefills {
         PrefillShare::plan(configs)
     } else {
-        PrefillShare::plan(&[])
+        PrefillShare::none()
     };
     let out: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
         Mutex::new((0..configs.len()).map(|_| None).collect());

@@ -188,6 +188,13 @@ pub fn run(args: KvBenchArgs) -> Result<()> {
                 r.policy
             );
         }
+        let unset = r.kv.as_ref().map_or(0, |kv| kv.prefill_refused);
+        if unset > 0 {
+            println!(
+                "note: {}: the store refused {unset} of the prefill's SETs (full), so those keys start unset; a larger --volume-mib leaves them room",
+                r.policy
+            );
+        }
     }
     Ok(())
 }

@@ -569,6 +569,7 @@ const RUN_COLUMNS: &[&str] = &[
     "get_mean_latency_us",
     "get_p99_latency_us",
     "kv_refused",
+    "kv_prefill_refused",
     "kv_dropped",
     "measured_s",
     "energy_j",
@@ -682,6 +683,7 @@ pub fn run_cells(
     cols.push(num(kv.map_or(f64::NAN, |k| k.get_mean_latency_us)));
     cols.push(num(kv.map_or(f64::NAN, |k| k.get_p99_latency_us)));
     cols.push(kv.map_or(String::new(), |k| k.refused.to_string()));
+    cols.push(kv.map_or(String::new(), |k| k.prefill_refused.to_string()));
     cols.push(kv.map_or(String::new(), |k| k.dropped.to_string()));
     cols.push(num(r.measured_s));
     cols.push(num(r.energy_j.unwrap_or(f64::NAN)));

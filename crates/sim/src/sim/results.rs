@@ -166,6 +166,10 @@ pub struct KvResult {
     pub dropped: u64,
     /// SETs refused in the steady state ("the store is full").
     pub refused: u64,
+    /// SETs of the prefill refused (their keys start unset): a store
+    /// whose keys do not all fit.
+    #[serde(default)]
+    pub prefill_refused: u64,
 }
 
 impl Window {
@@ -322,6 +326,7 @@ impl Simulator {
                 volume_reads: now.volume_reads - then.volume_reads,
                 dropped: now.dropped - then.dropped,
                 refused: kv.refused - kv.refused_at_warmup,
+                prefill_refused: kv.prefill_refused,
             }
         })
     }

@@ -385,6 +385,29 @@ fn write_results(
     Ok(table)
 }
 
+/// Says on standard error when the machine's memory runs fewer of an
+/// experiment's key-value runs at once than `threads`
+/// ([`tiermux_sim::memory::sweep_fit`]).
+fn note_memory_threads(exp: &Experiment, threads: usize) {
+    let configs: Vec<SimConfig> = exp.runs.iter().map(|(_, c)| c.clone()).collect();
+    let memory_bytes = tiermux_sim::memory::machine_memory_bytes();
+    let fit = tiermux_sim::memory::sweep_fit(&configs, threads, memory_bytes);
+    if fit.threads < threads.min(configs.len()) {
+        const GIB: f64 = (1u64 << 30) as f64;
+        let copies = if fit.share_prefills {
+            "two copies (its own and a shared prefill)"
+        } else {
+            "a copy (prefills not shared)"
+        };
+        eprintln!(
+            "tiermux sim: key-value runs {} at a time, not {threads}: each may hold {copies} of its {:.1} GiB volume, and this machine has {:.1} GiB of memory",
+            fit.threads,
+            fit.volume_bytes as f64 / GIB,
+            memory_bytes.unwrap_or(0) as f64 / GIB
+        );
+    }
+}
+
 /// What `tiermux sim` adds to an experiment file.
 struct SimOptions {
     out: Option<PathBuf>,
@@ -422,6 +445,7 @@ fn sim(file: &Path, opts: SimOptions) -> Result<()> {
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(&exp.name));
     let pb = progress_bar(exp.runs.len());
     pb.set_message(exp.name.clone());
+    note_memory_threads(&exp, threads(t));
     let start = Instant::now();
     let finished = exp.run_every(threads(t), &|n| pb.set_position(n as u64));
     pb.finish_and_clear();

@@ -96,6 +96,8 @@ pub struct SweepFit {
     pub threads: usize,
     /// Whether the runs may share prefilled fronts.
     pub share_prefills: bool,
+    /// The largest key-value run's volume, bytes (0 without one).
+    pub volume_bytes: u64,
 }
 
 /// The threads a sweep may run `configs` on, up to `threads`, so that the
@@ -114,10 +116,12 @@ pub fn sweep_fit(
         .map(|c| c.volume_blocks.unwrap_or(0) as u128 * c.block_size as u128)
         .max()
         .unwrap_or(0);
+    let volume_bytes = u64::try_from(largest_bytes).unwrap_or(u64::MAX);
     let (Some(memory), true) = (memory_bytes, largest_bytes > 0) else {
         return SweepFit {
             threads,
             share_prefills: true,
+            volume_bytes,
         };
     };
     let fitting = |copies: u128| (memory as u128 / (copies * largest_bytes)) as usize;
@@ -125,12 +129,14 @@ pub fn sweep_fit(
         SweepFit {
             threads: threads.min(fitting(2)),
             share_prefills: true,
+            volume_bytes,
         }
     } else {
         // Each run alone was checked to fit (`check_fits`).
         SweepFit {
             threads: threads.min(fitting(1).max(1)),
             share_prefills: false,
+            volume_bytes,
         }
     }
 }
@@ -194,6 +200,7 @@ mod tests {
         // Block runs keep no volume bytes; unknown memory sets no limit.
         assert_eq!(fit(&[run(1 << 30, false)], 16, gib), (16, true));
         assert_eq!(sweep_fit(&kv, 16, None).threads, 16);
+        assert_eq!(sweep_fit(&kv, 16, None).volume_bytes, gib);
     }
 
     #[test]

@@ -23,6 +23,7 @@ use tiermux_core::NO_TAG;
 use tiermux_core::{Access, Histogram, Op};
 use tiermux_kv::{Command, IoKind, IoRequest, Machine, Reply, Summary};
 
+use super::contents::Contents;
 use super::prefill::PrefillShare;
 use super::{Ev, Req, Simulator, Versions};
 use crate::kvconfig::KvSpec;
@@ -818,79 +819,6 @@ pub(super) fn front_for(r: &crate::config::Resolved) -> Option<KvFront> {
         volume_bytes,
         r.cfg.seed,
     ))
-}
-
-/// The volume's bytes: an anonymous mapping the kernel may back with huge
-/// pages, so that a prefill that writes the whole hierarchy takes a page
-/// fault per 2 MiB, not per 4 KiB; and which stretches of it were ever
-/// written, so that a copy copies those alone.
-struct Contents {
-    map: memmap2::MmapMut,
-    /// Whether each [`CHUNK_BYTES`] stretch was written (else it is all
-    /// zero, and untouched).
-    written: Vec<bool>,
-}
-
-/// The stretch [`Contents`] notes as written: a huge page.
-const CHUNK_BYTES: usize = 2 << 20;
-
-impl Contents {
-    /// `len` zero bytes.
-    fn zeroed(len: usize) -> Contents {
-        let map = memmap2::MmapMut::map_anon(len.max(1)).expect("mapping the simulated store");
-        // Advice only: without huge pages the store is the same, only slower.
-        #[cfg(target_os = "linux")]
-        let _ = map.advise(memmap2::Advice::HugePage);
-        let written = vec![false; map.len().div_ceil(CHUNK_BYTES)];
-        Contents { map, written }
-    }
-
-    /// Bytes of the stretches ever written.
-    fn written_bytes(&self) -> u64 {
-        self.written.iter().filter(|w| **w).count() as u64 * CHUNK_BYTES as u64
-    }
-
-    /// Notes bytes `at..at + len` as written.
-    fn note(&mut self, at: usize, len: usize) {
-        if len > 0 {
-            let chunks = at / CHUNK_BYTES..=(at + len - 1) / CHUNK_BYTES;
-            self.written[chunks].fill(true);
-        }
-    }
-
-    /// Writes `data` at byte `at`.
-    fn write(&mut self, at: usize, data: &[u8]) {
-        self.note(at, data.len());
-        self.map[at..at + data.len()].copy_from_slice(data);
-    }
-
-    /// Zeroes `len` bytes from byte `at`.
-    fn zero(&mut self, at: usize, len: usize) {
-        self.note(at, len);
-        self.map[at..at + len].fill(0);
-    }
-}
-
-impl Clone for Contents {
-    /// A copy that copies the stretches ever written alone: the others are
-    /// zero in both, and take no memory in the copy either.
-    fn clone(&self) -> Contents {
-        let mut copy = Contents::zeroed(self.map.len());
-        for (i, _) in self.written.iter().enumerate().filter(|(_, w)| **w) {
-            let at = i * CHUNK_BYTES;
-            let end = (at + CHUNK_BYTES).min(self.map.len());
-            copy.map[at..end].copy_from_slice(&self.map[at..end]);
-        }
-        copy.written.clone_from(&self.written);
-        copy
-    }
-}
-
-impl std::ops::Deref for Contents {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.map
-    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use tiermux_core::{
 };
 
 use crate::config::{volume_spec, ClientMode, ConfigError, Resolved};
+mod contents;
 pub mod converge;
 mod failure;
 mod kv;

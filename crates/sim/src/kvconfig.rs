@@ -215,7 +215,8 @@ impl KvSpec {
     /// error names the volume they need, in MiB. (Keys inserted during a
     /// run come on top; a SET the full store refuses is counted, not
     /// lost.)
-    /// Checks the key index first ([`KvSpec::check_index_room`]).
+    /// The key index is checked first: whether it holds an entry for each
+    /// key at the mean key size.
     pub fn check_store_room(&self, keys: u64, volume_bytes: u64) -> Result<(), ConfigError> {
         if !self.is_store() {
             return Ok(());

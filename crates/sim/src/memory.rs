@@ -1,9 +1,10 @@
-//! Whether a run's per-block state fits in this machine's memory. The
-//! simulator keeps state for every block of the volume and of each device
-//! (the version checker, the devices' contents), and a key-value run the
-//! volume's bytes; a volume too large for
-//! the machine gets a configuration error that names its size, instead of
-//! an allocation failure partway through a sweep.
+//! Whether a run's state fits in this machine's memory. The simulator
+//! keeps state for every block of the volume and of each device (the
+//! version checker, the devices' contents), and a key-value run keeps the
+//! volume's bytes too; a volume too large for the machine gets a
+//! configuration error that names its size, instead of an allocation
+//! failure partway through a sweep, and a sweep runs no more key-value
+//! runs at once than fit.
 
 use tiermux_core::{DeviceRole, VolumeSpec};
 

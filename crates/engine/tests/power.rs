@@ -23,7 +23,7 @@
 
 mod common;
 
-use common::{config, data_dir, stamp, version_of, Harness, BS, MODES, VOL_BYTES};
+use common::{config, data_dir, seed_base, stamp, version_of, Harness, BS, MODES, VOL_BYTES};
 use tiermux_core::rng::Rng;
 use tiermux_engine::buf::AlignedBuf;
 use tiermux_engine::reactor::power::Machine;
@@ -328,7 +328,7 @@ fn check_all(
 /// and a check of every block written. `TIERMUX_POWER_SCALE=N` runs N times
 /// as many requests (and about N times as many power cuts): 42 gives more
 /// than 100,000. The modes are independent runs, spread over the machine's
-/// cores.
+/// cores. `TIERMUX_TEST_SEED=N` moves every seed by N.
 #[test]
 fn flushed_writes_survive_power_cuts_and_no_block_returns_foreign_data() {
     let scale: usize = std::env::var("TIERMUX_POWER_SCALE")
@@ -386,7 +386,7 @@ fn mode_run(i: usize, scale: usize) -> Counts {
     let c = power_run(
         &format!("power{i}"),
         &Run {
-            seed: 3000 + i as u64,
+            seed: seed_base() + 3000 + i as u64,
             policy,
             extra,
             ops: 25_000 * scale,

@@ -15,8 +15,8 @@
 mod common;
 
 use common::{
-    check_reads_after_trim, config, config_with_slow, data_dir, stamp, version_of, Backend,
-    Harness, BS, MODES, VOL_BYTES,
+    check_reads_after_trim, config, config_with_slow, data_dir, seed_base, stamp, version_of,
+    Backend, Harness, BS, MODES, VOL_BYTES,
 };
 use tiermux_core::rng::Rng;
 use tiermux_engine::buf::AlignedBuf;
@@ -312,7 +312,8 @@ fn acknowledged_writes_survive_crashes() {
 }
 
 /// The same crash test in virtual time: at least 2,000 crash points over
-/// every mode, each followed by recovery and the same checks.
+/// every mode, each followed by recovery and the same checks
+/// (`TIERMUX_TEST_SEED=N` moves every seed by N).
 #[test]
 fn acknowledged_writes_survive_crashes_in_virtual_time() {
     let t0 = std::time::Instant::now();
@@ -323,12 +324,12 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
             policy,
             extra,
             slow: "",
-            seed: 500 + i as u64,
+            seed: seed_base() + 500 + i as u64,
             ops: 20_000,
             restart_every: 12,
             crash: true,
             memory: true,
-            backend: Backend::Sim(900 + i as u64),
+            backend: Backend::Sim(seed_base() + 900 + i as u64),
         });
         assert!(
             out.reads > 5000 && out.bytes > 2_000_000,

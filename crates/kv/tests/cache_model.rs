@@ -3,9 +3,12 @@
 //! value that was not the key's current value at some moment while the
 //! lookup ran, and none returns an expired one.
 
+mod common;
+
 use std::collections::HashMap;
 
 use bytes::Bytes;
+use common::seed_base;
 use tiermux_core::rng::Rng;
 use tiermux_kv::mem::MemStorage;
 use tiermux_kv::{Cache, CacheConfig, Command, RegionEviction, Reply};
@@ -223,7 +226,8 @@ fn run(seed: u64, fail_per_million: u32, steps: u32) -> Harness {
 
 #[test]
 fn random_commands_never_return_a_value_the_key_did_not_hold() {
-    for seed in 1..=8 {
+    let base = seed_base();
+    for seed in base + 1..=base + 8 {
         let h = run(seed, 0, 20_000);
         let s = h.cache.stats();
         assert!(
@@ -261,7 +265,8 @@ fn random_commands_never_return_a_value_the_key_did_not_hold() {
 
 #[test]
 fn failed_and_torn_writes_lose_items_but_never_return_wrong_ones() {
-    for seed in 11..=16 {
+    let base = seed_base();
+    for seed in base + 11..=base + 16 {
         let h = run(seed, 20_000, 20_000);
         let s = h.cache.stats();
         assert!(

@@ -48,6 +48,15 @@ pub fn version_of(block: usize, bytes: &[u8]) -> Result<u32, String> {
     Ok(v)
 }
 
+/// A number added to the seeds of the randomized campaigns, read from
+/// `TIERMUX_TEST_SEED` (0 when unset), so that a long run can try cases the
+/// default seeds never reach. A failure names the seed it ran with.
+pub fn seed_base() -> u64 {
+    std::env::var("TIERMUX_TEST_SEED").map_or(0, |s| {
+        s.parse().expect("TIERMUX_TEST_SEED is a whole number")
+    })
+}
+
 /// Which reactor a test runs on.
 #[derive(Clone, Copy, Debug)]
 pub enum Backend {

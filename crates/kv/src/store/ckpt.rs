@@ -3,6 +3,13 @@
 //! not name, then a superblock naming it and the head goes to the block the
 //! older copy holds. A failed write leaves the previous checkpoint and
 //! superblock whole; the next checkpoint tries again.
+//!
+//! A superblock write that fails may still have landed, naming the slot the
+//! next checkpoint would overwrite: a crash during that overwrite would
+//! leave the newest superblock naming a torn checkpoint. So after such a
+//! failure the next checkpoint first writes a superblock that names the
+//! current checkpoint again, under a sequence number above every one tried,
+//! and writes the other slot only once one of those has succeeded.
 
 use super::index::Index;
 use super::meta::{block_ceil, encode_entry, Layout, Superblock};
@@ -19,6 +26,9 @@ enum State {
     Super {
         id: IoId,
         next: Superblock,
+        /// Whether `next` names the current checkpoint again (after a
+        /// failed superblock write) rather than a new one.
+        confirming: bool,
     },
 }
 
@@ -28,6 +38,10 @@ pub(crate) struct Checkpointer {
     state: State,
     /// The superblock on the volume.
     pub sb: Superblock,
+    /// The sequence of a superblock write that failed and may have landed,
+    /// naming the slot beside `sb`'s; until a later superblock write
+    /// succeeds, that slot may hold the newest superblock's checkpoint.
+    maybe_landed_seq: Option<u64>,
 }
 
 /// Bytes of one checkpoint write.
@@ -39,6 +53,7 @@ impl Checkpointer {
         Checkpointer {
             state: State::Idle,
             sb,
+            maybe_landed_seq: None,
         }
     }
 
@@ -56,9 +71,19 @@ impl Checkpointer {
         }
     }
 
-    /// Writes a checkpoint of `index`, the state of the log up to `head`.
+    /// Writes a checkpoint of `index`, the state of the log up to `head`;
+    /// after a failed superblock write, first a superblock that names the
+    /// current checkpoint again (the caller asks again later).
     pub fn start(&mut self, index: &Index, head: u64, layout: &Layout, io: &mut IoQueue) {
         assert!(!self.busy(), "a checkpoint while one is written");
+        if let Some(tried) = self.maybe_landed_seq {
+            let again = Superblock {
+                seq: tried + 1,
+                ..self.sb
+            };
+            self.write_super(again, true, io);
+            return;
+        }
         assert!(
             index.checkpoint_bytes() <= layout.slot_bytes,
             "the index outgrew its slot"
@@ -95,7 +120,7 @@ impl Checkpointer {
             })
             .collect::<Vec<_>>();
         if ids.is_empty() {
-            self.write_super(next, io);
+            self.write_super(next, false, io);
         } else {
             self.state = State::Data {
                 ids,
@@ -105,7 +130,14 @@ impl Checkpointer {
         }
     }
 
-    fn write_super(&mut self, next: Superblock, io: &mut IoQueue) {
+    fn write_super(&mut self, next: Superblock, confirming: bool, io: &mut IoQueue) {
+        assert!(next.seq > self.sb.seq);
+        assert!(self.maybe_landed_seq.is_none_or(|s| next.seq > s));
+        assert_eq!(
+            confirming,
+            next.ckpt_slot == self.sb.ckpt_slot,
+            "a new checkpoint goes to the other slot"
+        );
         let id = io.push(
             next.offset(),
             IoKind::Write {
@@ -113,11 +145,15 @@ impl Checkpointer {
                 durable: true,
             },
         );
-        self.state = State::Super { id, next };
+        self.state = State::Super {
+            id,
+            next,
+            confirming,
+        };
     }
 
     /// One of the checkpoint's writes finished; returns whether a new
-    /// superblock is now on the volume.
+    /// checkpoint is now on the volume.
     pub fn complete(&mut self, id: IoId, ok: bool, io: &mut IoQueue) -> bool {
         match &mut self.state {
             State::Data { ids, failed, next } => {
@@ -129,17 +165,22 @@ impl Checkpointer {
                 let (failed, next) = (*failed, *next);
                 self.state = State::Idle;
                 if !failed {
-                    self.write_super(next, io);
+                    self.write_super(next, false, io);
                 }
                 false
             }
-            State::Super { next, .. } => {
-                let next = *next;
+            State::Super {
+                next, confirming, ..
+            } => {
+                let (next, confirming) = (*next, *confirming);
                 self.state = State::Idle;
                 if ok {
                     self.sb = next;
+                    self.maybe_landed_seq = None;
+                } else {
+                    self.maybe_landed_seq = Some(next.seq);
                 }
-                ok
+                ok && !confirming
             }
             State::Idle => unreachable!("a checkpoint completion with none in flight"),
         }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use tiermux_kv::cache::CacheConfig;
 use tiermux_kv::{Machine, MachineConfig, RegionEviction, StoreConfig};
 
+use crate::cachebench::ValueSizes;
 use crate::config::ConfigError;
 
 /// A key-value cache or store and the mix of commands its clients send.
@@ -77,6 +78,12 @@ pub struct KvSpec {
     /// Largest value, bytes.
     #[serde(default = "default_value_bytes")]
     pub value_bytes_max: u32,
+    /// Draw value sizes from a CacheBench production config's distribution
+    /// instead (`flat-kvcache`, `graph-leader`, `kvcache-reg` or
+    /// `kvcache-wc`, [`crate::cachebench`]); `value_bytes_min` and
+    /// `value_bytes_max` are then not used.
+    #[serde(default)]
+    pub value_sizes: Option<String>,
     /// Share of commands that GET a key never set (CacheBench's "LoneGet").
     #[serde(default)]
     pub lone_get: f64,
@@ -225,7 +232,7 @@ impl KvSpec {
         let room = |bytes: u64| self.store_config(bytes, 1).max_live_bytes();
         let store = self.store_config(volume_bytes, 1);
         let mean_key = (self.key_bytes_min + self.key_bytes_max) as usize / 2;
-        let mean_value = (self.value_bytes_min + self.value_bytes_max) as usize / 2;
+        let mean_value = self.mean_value_bytes() as usize;
         let record = tiermux_kv::store::record::encoded_len(mean_key, mean_value) as u64;
         let live = keys.saturating_mul(record);
         if live <= store.max_live_bytes() {
@@ -301,6 +308,30 @@ impl KvSpec {
         self.mode == "store"
     }
 
+    /// The table `value_sizes` names, if any (`None` also when it names no
+    /// table: [`KvSpec::validate`] refuses that).
+    pub fn value_table(&self) -> Option<&'static ValueSizes> {
+        self.value_sizes
+            .as_deref()
+            .and_then(crate::cachebench::value_sizes)
+    }
+
+    /// The smallest and largest value a SET may write, bytes.
+    pub fn value_bytes_range(&self) -> (u32, u32) {
+        match self.value_table() {
+            Some(t) => (t.min_bytes(), t.max_bytes()),
+            None => (self.value_bytes_min, self.value_bytes_max),
+        }
+    }
+
+    /// The mean value size, bytes.
+    pub fn mean_value_bytes(&self) -> f64 {
+        match self.value_table() {
+            Some(t) => t.mean_bytes(),
+            None => (self.value_bytes_min as f64 + self.value_bytes_max as f64) / 2.0,
+        }
+    }
+
     /// Checks the spec against a volume of `volume_bytes`.
     pub fn validate(&self, volume_bytes: u64) -> Result<(), ConfigError> {
         check(
@@ -345,27 +376,29 @@ impl KvSpec {
                 )
             },
         )?;
-        check(
-            "value_bytes_min",
-            (MIN_VALUE_BYTES..=self.value_bytes_max).contains(&self.value_bytes_min),
-            || {
+        if let Some(mix) = &self.value_sizes {
+            check("value_sizes", self.value_table().is_some(), || {
                 format!(
-                    "values of {} to {} bytes: need {MIN_VALUE_BYTES} <= min <= max",
-                    self.value_bytes_min, self.value_bytes_max
+                    "unknown CacheBench mix '{mix}' (one of {})",
+                    crate::cachebench::MIXES.join(", ")
                 )
-            },
-        )?;
+            })?;
+        }
+        let (min, max) = self.value_bytes_range();
+        let (min_field, max_field) = match self.value_sizes {
+            Some(_) => ("value_sizes", "value_sizes"),
+            None => ("value_bytes_min", "value_bytes_max"),
+        };
+        check(min_field, (MIN_VALUE_BYTES..=max).contains(&min), || {
+            format!("values of {min} to {max} bytes: need {MIN_VALUE_BYTES} <= min <= max")
+        })?;
         let room = probe.max_value_bytes(self.key_bytes_max as usize);
-        check(
-            "value_bytes_max",
-            self.value_bytes_max as usize <= room,
-            || {
-                format!(
-                    "{} bytes do not fit the {} (at most {room} with {}-byte keys)",
-                    self.value_bytes_max, self.mode, self.key_bytes_max
-                )
-            },
-        )
+        check(max_field, max as usize <= room, || {
+            format!(
+                "{max}-byte values do not fit the {} (at most {room} with {}-byte keys)",
+                self.mode, self.key_bytes_max
+            )
+        })
     }
 
     /// The shares of the command mix: each in [0, 1], together at most 1;

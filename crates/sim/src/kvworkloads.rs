@@ -107,28 +107,26 @@ pub const KV_WORKLOADS: &[KvWorkload] = &[
     },
     KvWorkload {
         name: "prod-a",
-        about: "MOST Table 4 A, flat-kvcache: 98 % GET, 2 % GET of keys never set; keys 16-255 B, values 335 B on average",
+        about: "MOST Table 4 A, flat-kvcache: 98 % GET, 2 % GET of keys never set; keys 16-255 B; popularity and values (335 B on average) from CacheBench's config",
         apply: |c, kv| {
-            ycsb(c, 0.0);
-            sizes(kv, (16, 255), 335);
+            production(c, kv, "flat-kvcache", (16, 255));
             kv.lone_get = 0.02;
         },
     },
     KvWorkload {
         name: "prod-b",
-        about: "MOST Table 4 B, graph-leader: 82 % GET, 18 % lone GET; keys 8-16 B, values 860 B",
+        about: "MOST Table 4 B, graph-leader: 82 % GET, 18 % lone GET; keys 8-16 B; popularity and values (860 B) from CacheBench's config",
         apply: |c, kv| {
-            ycsb(c, 0.0);
-            sizes(kv, (8, 16), 860);
+            production(c, kv, "graph-leader", (8, 16));
             kv.lone_get = 0.18;
         },
     },
     KvWorkload {
         name: "prod-c",
-        about: "MOST Table 4 C, kvcache-reg: 87 % GET, 12 % SET, 0.3 % lone SET; keys 8-16 B, values 33,112 B",
+        about: "MOST Table 4 C, kvcache-reg: 87 % GET, 12 % SET, 0.3 % lone SET; keys 8-16 B; popularity and values (33,112 B) from CacheBench's config",
         apply: |c, kv| {
-            ycsb(c, 0.12 / 0.99);
-            sizes(kv, (8, 16), 33112);
+            production(c, kv, "kvcache-reg", (8, 16));
+            c.workload.write_ratio = 0.12 / 0.99;
             kv.lone_get = 0.00001;
             kv.lone_set = 0.003;
             kv.soc_share = 0.1;
@@ -136,10 +134,9 @@ pub const KV_WORKLOADS: &[KvWorkload] = &[
     },
     KvWorkload {
         name: "prod-d",
-        about: "MOST Table 4 D, kvcache-wc: GET 0.6 and lone SET 0.21, scaled to 1; keys 8-16 B, values 92,422 B",
+        about: "MOST Table 4 D, kvcache-wc: GET 0.6 and lone SET 0.21, scaled to 1; keys 8-16 B; popularity and values (92,422 B) from CacheBench's config",
         apply: |c, kv| {
-            ycsb(c, 0.0);
-            sizes(kv, (8, 16), 92422);
+            production(c, kv, "kvcache-wc", (8, 16));
             kv.lone_get = 0.00001;
             kv.lone_set = 0.26;
             kv.soc_share = 0.1;
@@ -212,11 +209,15 @@ pub const KV_WORKLOADS: &[KvWorkload] = &[
     },
 ];
 
-fn sizes(kv: &mut KvSpec, keys: (u32, u32), mean_value: u32) {
+/// One of MOST Table 4's production mixes: keys drawn by the popularity
+/// and values by the sizes of its CacheBench config (`crate::cachebench`),
+/// keys of `keys` bytes, GETs only (the caller adds the rest of the mix).
+fn production(c: &mut SimConfig, kv: &mut KvSpec, mix: &str, keys: (u32, u32)) {
+    ycsb(c, 0.0);
+    c.workload.pattern = Pattern::Cachebench { mix: mix.into() };
+    kv.value_sizes = Some(mix.into());
     kv.key_bytes_min = keys.0;
     kv.key_bytes_max = keys.1;
-    kv.value_bytes_min = 16;
-    kv.value_bytes_max = 2 * mean_value - 16;
 }
 
 /// Sets `cfg` up for the named workload with `knobs`.

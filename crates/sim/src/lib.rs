@@ -8,6 +8,7 @@
 //! described in TOML files.
 #![warn(missing_docs)]
 
+pub mod cachebench;
 pub mod config;
 pub mod energy;
 pub mod experiment;

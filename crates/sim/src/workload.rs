@@ -12,6 +12,8 @@ use std::collections::VecDeque;
 use tiermux_core::rng::{splitmix64, Rng};
 use tiermux_core::Op;
 
+use crate::cachebench::KeyClasses;
+
 /// Access pattern over the working set's ranks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -56,6 +58,14 @@ pub enum Pattern {
         /// Independent streams (1: one stream over the whole working set).
         #[serde(default = "one_u32")]
         streams: u32,
+    },
+    /// The key popularity of one of CacheBench's production configs, by
+    /// name ([`crate::cachebench::MIXES`]), scaled to the working set: MOST
+    /// Table 4's mixes as CacheBench generates them.
+    Cachebench {
+        /// The mix: `flat-kvcache`, `graph-leader`, `kvcache-reg` or
+        /// `kvcache-wc`.
+        mix: String,
     },
 }
 
@@ -180,6 +190,7 @@ pub struct Workload {
     shift: u64,
     shift_reverses: bool,
     zipf: Option<Zipf>,
+    classes: Option<KeyClasses>,
     hot_items: u64,
     hot_access: f64,
     inserted: u64,
@@ -225,6 +236,13 @@ impl Workload {
             }
             _ => None,
         };
+        let classes = match &spec.pattern {
+            Pattern::Cachebench { mix } => Some(KeyClasses::new(
+                crate::cachebench::popularity(mix).expect("a mix checked with the config"),
+                working_set,
+            )),
+            _ => None,
+        };
         let (hot_items, hot_access) = match spec.pattern {
             Pattern::Hotset {
                 hot_fraction,
@@ -264,6 +282,7 @@ impl Workload {
             shift: spec.shift_blocks.unwrap_or(working_set),
             shift_reverses: spec.shift_reverses,
             zipf,
+            classes,
             hot_items,
             hot_access,
             inserted: 0,
@@ -298,6 +317,11 @@ impl Workload {
                 self.cursors[s] = (c + self.request_blocks as u64) % self.stream_items;
                 s as u64 * self.stream_items + c
             }
+            Pattern::Cachebench { .. } => self
+                .classes
+                .as_ref()
+                .expect("classes")
+                .sample(&mut self.rng),
             Pattern::Hotset { .. } | Pattern::Recent { .. } => {
                 if self.hot_items < self.working_set && self.rng.next_f64() >= self.hot_access {
                     self.hot_items + self.rng.below(self.working_set - self.hot_items)

@@ -257,3 +257,63 @@ fn a_volume_whose_bytes_exceed_the_memory_is_refused_by_name() {
     c.kv = None;
     c.resolve().unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// MOST Table 4's mixes as CacheBench generates them: keys by the
+/// config's popularity and values by its size table. Every value a GET
+/// returns is checked against the size its SET drew; values of C and D
+/// reach hundreds of KiB. Unknown mixes are refused by field.
+#[test]
+fn cachebench_mixes_draw_keys_and_values_from_their_tables() {
+    use tiermux_sim::workload::Pattern;
+    for mix in tiermux_sim::cachebench::MIXES {
+        let mut kv = spec(0.3, 64, 256, [0.01, 0.01, 0.0], false);
+        kv.value_sizes = Some(mix.into());
+        kv.region_bytes = 1 << 20;
+        let mut c = kv_config("hemem", 0, 0.1, 16, 2048, kv, 3000, 5);
+        c.workload.pattern = Pattern::Cachebench { mix: mix.into() };
+        c.volume_blocks = Some(16_384);
+        let r = run(&c).unwrap_or_else(|e| panic!("{mix}: {e}"));
+        let k = r.kv.as_ref().unwrap();
+        assert!(
+            k.gets > 100 && k.dram_hits + k.flash_hits > 0,
+            "{mix}: {k:?}"
+        );
+    }
+    let mut c = kv_config(
+        "hemem",
+        0,
+        0.1,
+        4,
+        256,
+        spec(0.5, 64, 64, [0.0; 3], false),
+        100,
+        1,
+    );
+    c.workload.pattern = Pattern::Cachebench { mix: "tao".into() };
+    let e = c.resolve().unwrap_err().to_string();
+    assert!(
+        e.starts_with("workload.pattern.mix: unknown CacheBench mix 'tao'"),
+        "{e}"
+    );
+    let mut kv = spec(0.5, 64, 64, [0.0; 3], false);
+    kv.value_sizes = Some("tao".into());
+    let e = kv_config("hemem", 0, 0.1, 4, 256, kv, 100, 1)
+        .resolve()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("kv.value_sizes: unknown CacheBench mix 'tao'"),
+        "{e}"
+    );
+    // kvcache-reg's largest values do not fit 64 KiB regions.
+    let mut kv = spec(0.5, 64, 64, [0.0; 3], false);
+    kv.value_sizes = Some("kvcache-reg".into());
+    let e = kv_config("hemem", 0, 0.1, 4, 256, kv, 100, 1)
+        .resolve()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("kv.value_sizes: 523458-byte values do not fit"),
+        "{e}"
+    );
+}

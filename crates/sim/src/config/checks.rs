@@ -282,6 +282,18 @@ fn check_pattern(pattern: &Pattern) -> Result<(), ConfigError> {
                 "must be at least 1".into()
             })?;
         }
+        Pattern::Cachebench { mix } => {
+            check(
+                "workload.pattern.mix",
+                crate::cachebench::popularity(mix).is_some(),
+                || {
+                    format!(
+                        "unknown CacheBench mix '{mix}' (one of {})",
+                        crate::cachebench::MIXES.join(", ")
+                    )
+                },
+            )?;
+        }
         Pattern::Uniform => {}
     }
     Ok(())

@@ -26,6 +26,7 @@ use tiermux_kv::{Command, IoKind, IoRequest, Machine, Reply, Summary};
 use super::contents::Contents;
 use super::prefill::PrefillShare;
 use super::{Ev, Req, Simulator, Versions};
+use crate::cachebench::ValueSizes;
 use crate::kvconfig::KvSpec;
 use crate::workload::{volume_blocks_needed, Workload};
 
@@ -76,6 +77,8 @@ struct KvOp {
 #[derive(Clone)]
 pub(super) struct KvFront {
     spec: KvSpec,
+    /// The value sizes `spec.value_sizes` names.
+    value_table: Option<&'static ValueSizes>,
     machine: Machine,
     keys: Workload,
     rng: Rng,
@@ -162,6 +165,7 @@ impl KvFront {
         let key_space = volume_blocks_needed(workload, keys);
         let mut front = KvFront {
             spec: spec.clone(),
+            value_table: spec.value_table(),
             machine,
             keys: Workload::new(workload, keys, key_space, seed ^ 0x4B56),
             rng: Rng::new(seed ^ 0x4B56_C11E),
@@ -231,11 +235,11 @@ impl KvFront {
 
     fn value_len(&self, key: u64, version: u32) -> u32 {
         let s = &self.spec;
-        size_between(
-            s.value_bytes_min,
-            s.value_bytes_max,
-            key ^ (version as u64) << 44,
-        )
+        let seed = key ^ (version as u64) << 44;
+        match self.value_table {
+            Some(t) => t.size_for(splitmix64(seed)),
+            None => size_between(s.value_bytes_min, s.value_bytes_max, seed),
+        }
     }
 
     fn value(&self, key: u64, version: u32) -> Bytes {

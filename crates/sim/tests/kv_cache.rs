@@ -279,39 +279,28 @@ fn cachebench_mixes_draw_keys_and_values_from_their_tables() {
             "{mix}: {k:?}"
         );
     }
-    let mut c = kv_config(
-        "hemem",
-        0,
-        0.1,
-        4,
-        256,
-        spec(0.5, 64, 64, [0.0; 3], false),
-        100,
-        1,
-    );
-    c.workload.pattern = Pattern::Cachebench { mix: "tao".into() };
-    let e = c.resolve().unwrap_err().to_string();
+    // The error a config with this pattern and value table gets.
+    let refusal = |pattern: &str, values: &str| {
+        let mut kv = spec(0.5, 64, 64, [0.0; 3], false);
+        kv.value_sizes = Some(values.into());
+        let mut c = kv_config("hemem", 0, 0.1, 4, 256, kv, 100, 1);
+        c.workload.pattern = Pattern::Cachebench {
+            mix: pattern.into(),
+        };
+        c.resolve().unwrap_err().to_string()
+    };
+    let e = refusal("tao", "flat-kvcache");
     assert!(
         e.starts_with("workload.pattern.mix: unknown CacheBench mix 'tao'"),
         "{e}"
     );
-    let mut kv = spec(0.5, 64, 64, [0.0; 3], false);
-    kv.value_sizes = Some("tao".into());
-    let e = kv_config("hemem", 0, 0.1, 4, 256, kv, 100, 1)
-        .resolve()
-        .unwrap_err()
-        .to_string();
+    let e = refusal("flat-kvcache", "tao");
     assert!(
         e.starts_with("kv.value_sizes: unknown CacheBench mix 'tao'"),
         "{e}"
     );
     // kvcache-reg's largest values do not fit 64 KiB regions.
-    let mut kv = spec(0.5, 64, 64, [0.0; 3], false);
-    kv.value_sizes = Some("kvcache-reg".into());
-    let e = kv_config("hemem", 0, 0.1, 4, 256, kv, 100, 1)
-        .resolve()
-        .unwrap_err()
-        .to_string();
+    let e = refusal("kvcache-reg", "kvcache-reg");
     assert!(
         e.starts_with("kv.value_sizes: 523458-byte values do not fit"),
         "{e}"

@@ -127,6 +127,14 @@ fn tables() -> &'static [(Popularity, ValueSizes)] {
     TABLES.get_or_init(|| DATA.iter().map(|(p, v)| parse(p, v)).collect())
 }
 
+/// The problem with a mix name that is not one of [`MIXES`], for an error.
+pub fn unknown_mix(mix: &str) -> String {
+    format!(
+        "unknown CacheBench mix '{mix}' (one of {})",
+        MIXES.join(", ")
+    )
+}
+
 fn index(mix: &str) -> Option<usize> {
     MIXES.iter().position(|&m| m == mix)
 }

@@ -378,10 +378,7 @@ impl KvSpec {
         )?;
         if let Some(mix) = &self.value_sizes {
             check("value_sizes", self.value_table().is_some(), || {
-                format!(
-                    "unknown CacheBench mix '{mix}' (one of {})",
-                    crate::cachebench::MIXES.join(", ")
-                )
+                crate::cachebench::unknown_mix(mix)
             })?;
         }
         let (min, max) = self.value_bytes_range();

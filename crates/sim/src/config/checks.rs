@@ -286,12 +286,7 @@ fn check_pattern(pattern: &Pattern) -> Result<(), ConfigError> {
             check(
                 "workload.pattern.mix",
                 crate::cachebench::popularity(mix).is_some(),
-                || {
-                    format!(
-                        "unknown CacheBench mix '{mix}' (one of {})",
-                        crate::cachebench::MIXES.join(", ")
-                    )
-                },
+                || crate::cachebench::unknown_mix(mix),
             )?;
         }
         Pattern::Uniform => {}

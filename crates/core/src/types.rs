@@ -31,6 +31,12 @@ pub struct Access {
     pub blocks: u32,
     /// Read or write.
     pub op: Op,
+    /// True when these blocks continue one client request whose earlier
+    /// blocks (those just below `block`) were handed over before: a piece
+    /// after the first of a longer request. Policies that count accesses
+    /// per request (the tiering policies' heat) count a continuing piece
+    /// only where it enters a new counting unit.
+    pub continues: bool,
 }
 
 impl Access {
@@ -41,6 +47,7 @@ impl Access {
             block,
             blocks: 1,
             op,
+            continues: false,
         }
     }
 
@@ -48,7 +55,18 @@ impl Access {
     #[inline]
     pub fn range(block: u64, blocks: u32, op: Op) -> Access {
         assert!(blocks >= 1, "an access covers at least one block");
-        Access { block, blocks, op }
+        Access {
+            block,
+            blocks,
+            op,
+            continues: false,
+        }
+    }
+
+    /// The same blocks, marked as continuing a request (`continues`).
+    #[inline]
+    pub fn continuing(self, continues: bool) -> Access {
+        Access { continues, ..self }
     }
 
     /// One past the last block of the access.

@@ -536,6 +536,7 @@ fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
         "cleaning" => pick(rng, &["selective", "all", "off"]),
         "idle_latency" => pick(rng, &["keep", "unloaded"]),
         "migration_rule" => pick(rng, &["algorithm1", "away_from_slower"]),
+        "heat_unit" => pick(rng, &["request", "block"]),
         "target" => pick(
             rng,
             &[

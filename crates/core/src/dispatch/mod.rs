@@ -511,7 +511,8 @@ impl Dispatcher {
         let mut done = 0;
         while done < access.blocks {
             let n = (access.blocks - done).min(self.max_access_blocks);
-            let piece = Access::range(access.block + done as u64, n, access.op);
+            let piece = Access::range(access.block + done as u64, n, access.op)
+                .continuing(access.continues || done > 0);
             self.incoming.push_back(Work::Client {
                 tag: tag + done as u64,
                 access: piece,

@@ -425,3 +425,44 @@ fn a_range_plan_that_skips_a_block_is_refused() {
     let mut d = Dispatcher::new(Box::new(Skips), 1);
     d.submit(1, Access::range(0, 2, Op::Read));
 }
+
+/// The pieces of a longer client access after the first are marked as
+/// continuing it; a one-block access and the first piece are not.
+#[test]
+fn the_pieces_after_the_first_continue_their_request() {
+    use std::sync::{Arc, Mutex};
+    struct Logs(Arc<Mutex<Vec<(u64, u32, bool)>>>);
+    impl Policy for Logs {
+        fn name(&self) -> &str {
+            "logs"
+        }
+        fn address_space(&self, _device: usize) -> u64 {
+            1 << 20
+        }
+        fn decide(&mut self, a: Access, ctx: &mut Ctx<'_>) -> Outcome {
+            self.0.lock().unwrap().push((a.block, a.blocks, a.continues));
+            for part in 0..a.blocks {
+                ctx.plan
+                    .client_part(0, a.op, a.block + part as u64, part as u16);
+            }
+            Outcome::NotApplicable
+        }
+        fn max_access_blocks(&self) -> u32 {
+            2
+        }
+    }
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut d = Dispatcher::new(Box::new(Logs(log.clone())), 1);
+    d.submit(100, Access::range(10, 5, Op::Write));
+    d.submit(200, Access::one(20, Op::Read));
+    let got = log.lock().unwrap().clone();
+    assert_eq!(
+        got,
+        vec![
+            (10, 2, false),
+            (12, 2, true),
+            (14, 1, true),
+            (20, 1, false)
+        ]
+    );
+}

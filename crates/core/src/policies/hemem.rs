@@ -42,7 +42,7 @@ pub struct HeMem {
 /// allocates it on the performance device when `allocate` and a slot is
 /// free.
 pub(super) fn serve(t: &mut Tiered, access: Access, allocate: bool, ctx: &mut Ctx<'_>) -> Outcome {
-    let (segment, first) = t.record(access.block, access.op);
+    let (segment, first) = t.record(access);
     let d = match access.op {
         Op::Read => t.tiers.read(access.block, false, ctx),
         Op::Write => {

@@ -286,7 +286,7 @@ impl Policy for Most {
         let class = self.t.tiers.class(segment);
         let offload = self.offload();
         if class == Class::Mirrored {
-            self.t.record(access.block, access.op);
+            self.t.record(access);
             let d = match access.op {
                 Op::Read => self.t.tiers.read(access.block, offload, ctx),
                 Op::Write => self.t.tiers.write(access.block, offload, ctx),

@@ -11,7 +11,7 @@ use crate::tiering::budget::{Direction, MigrationBudget, DEFAULT_WINDOW_NS};
 use crate::tiering::heat::{HeatMap, DEFAULT_COOLING_THRESHOLD, DEFAULT_HOT_THRESHOLD};
 use crate::tiering::migrator::Migrator;
 use crate::tiering::tiers::{Class, Tiers};
-use crate::types::{Job, Op};
+use crate::types::{Access, Job};
 
 use super::param_err;
 
@@ -37,6 +37,24 @@ pub struct Tiered {
     /// The driver's time at the last tick, ns.
     pub now_ns: u64,
     block_size: u32,
+    heat_unit: HeatUnit,
+}
+
+/// What one count of a segment's heat stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeatUnit {
+    /// One client request that touches the segment, however many of its
+    /// blocks it covers: access frequency, as MOST's per-segment 8-bit
+    /// counters count it (the default).
+    Request,
+    /// Every block of a request: a 2 MiB write counts 512 times, and
+    /// passes the cooling threshold many times over by itself.
+    Block,
+}
+
+impl HeatUnit {
+    /// The names `heat_unit` takes, in [`HeatUnit`] order.
+    const NAMES: &'static [&'static str] = &["request", "block"];
 }
 
 /// The parameters every tiering policy shares that a running volume can
@@ -48,6 +66,7 @@ pub const TIERED_LIVE_PARAMS: &[&str] = &[
     "migrate_mb_per_s",
     "max_moves_inflight",
     "swap_min_ratio",
+    "heat_unit",
 ];
 
 /// The shared settings a running volume can change.
@@ -58,6 +77,7 @@ struct TieredSettings {
     bytes_per_s: f64,
     max_inflight: u32,
     swap_min_ratio: f64,
+    heat_unit: HeatUnit,
 }
 
 impl TieredSettings {
@@ -82,6 +102,14 @@ impl TieredSettings {
             .map_err(&e)?;
         let max_inflight = p.u64_in("max_moves_inflight", 8, 1, 1024).map_err(&e)? as u32;
         let swap_min_ratio = p.f64_in("swap_min_ratio", 1.0, 1.0, 1e6).map_err(&e)?;
+        let heat_unit = match p
+            .choice("heat_unit", "request", HeatUnit::NAMES)
+            .map_err(&e)?
+            .as_str()
+        {
+            "request" => HeatUnit::Request,
+            _ => HeatUnit::Block,
+        };
         Ok(TieredSettings {
             hot,
             cooling,
@@ -89,6 +117,7 @@ impl TieredSettings {
             bytes_per_s: mb_per_s * 1e6,
             max_inflight,
             swap_min_ratio,
+            heat_unit,
         })
     }
 
@@ -129,6 +158,7 @@ impl Tiered {
             quantum_ns: (s.quantum_ms * 1e6) as u64,
             now_ns: 0,
             block_size: vol.block_size,
+            heat_unit: s.heat_unit,
         })
     }
 
@@ -142,15 +172,26 @@ impl Tiered {
             .set_limits(s.bytes_per_s, s.window_ns(), s.max_inflight);
         self.migrator.set_swap_min_ratio(s.swap_min_ratio);
         self.quantum_ns = (s.quantum_ms * 1e6) as u64;
+        self.heat_unit = s.heat_unit;
         Ok(())
     }
 
-    /// Counts an access of `block` and returns its segment; true as the
-    /// second value when the segment had never been accessed.
+    /// Counts an access of one block, `access.block`, in its segment's
+    /// heat (per [`HeatUnit`]: once per request and segment, so a piece
+    /// that continues a request counts only where it enters a new
+    /// segment), and returns the segment; true as the second value when
+    /// the segment had never been accessed.
     #[inline]
-    pub fn record(&mut self, block: u64, op: Op) -> (u64, bool) {
-        let (segment, _) = self.tiers.locate(block);
-        self.heat.record(segment, op, 1);
+    pub fn record(&mut self, access: Access) -> (u64, bool) {
+        debug_assert_eq!(access.blocks, 1, "tiering decides one block at a time");
+        let (segment, offset) = self.tiers.locate(access.block);
+        let counts = match self.heat_unit {
+            HeatUnit::Request => !access.continues || offset == 0,
+            HeatUnit::Block => true,
+        };
+        if counts {
+            self.heat.record(segment, access.op, 1);
+        }
         (segment, self.tiers.touch(segment))
     }
 
@@ -287,3 +328,87 @@ macro_rules! tiered_policy_methods {
     };
 }
 pub(crate) use tiered_policy_methods;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::ParamValue;
+    use crate::policy::{DeviceRole, DeviceSpec};
+    use crate::types::Op;
+
+    fn tiered(unit: &str) -> Tiered {
+        let dev = |capacity_blocks, role| DeviceSpec {
+            name: "d".into(),
+            capacity_blocks,
+            role,
+        };
+        let vol = VolumeSpec {
+            num_blocks: 8192,
+            block_size: 4096,
+            devices: vec![dev(2048, DeviceRole::Tier), dev(8192, DeviceRole::Home)],
+        };
+        let p = Params::new().with("heat_unit", ParamValue::Str(unit.into()));
+        Tiered::build("hemem", &p, &vol, 1).expect("valid parameters")
+    }
+
+    /// Hands `t` a write of `blocks` blocks from `first` as the
+    /// dispatcher does: one block at a time, all but the first continuing.
+    fn write(t: &mut Tiered, first: u64, blocks: u64) {
+        for b in first..first + blocks {
+            t.record(Access::one(b, Op::Write).continuing(b != first));
+        }
+    }
+
+    #[test]
+    fn a_request_counts_once_in_each_segment_it_touches() {
+        let mut t = tiered("request");
+        // Blocks 256..1280 of 512-block segments: half of 0, all of 1,
+        // half of 2.
+        write(&mut t, 256, 1024);
+        for s in 0..3 {
+            assert_eq!(t.heat.heat(s).writes, 1, "segment {s}");
+        }
+        assert_eq!(t.heat.heat(3).writes, 0);
+        write(&mut t, 600, 1);
+        assert_eq!(t.heat.heat(1).writes, 2, "a second request counts again");
+        assert_eq!(t.heat.coolings(), 0);
+    }
+
+    #[test]
+    fn counting_blocks_cools_every_segment_on_one_long_write() {
+        let mut t = tiered("block");
+        for _ in 0..8 {
+            write(&mut t, 2048, 1);
+        }
+        assert!(t.heat.is_hot(4), "eight one-block writes make a segment hot");
+        // One 2 MiB write of segment 0: 512 counts. Its count passes 18,
+        // halves to 9, passes 18 again ten counts later: about 50 coolings.
+        write(&mut t, 0, 512);
+        assert!(t.heat.coolings() > 20, "{} coolings", t.heat.coolings());
+        assert_eq!(t.heat.heat(4).writes, 0, "the other segment's counts are gone");
+    }
+
+    #[test]
+    fn an_unknown_heat_unit_is_refused_by_name() {
+        let vol = VolumeSpec {
+            num_blocks: 1024,
+            block_size: 4096,
+            devices: vec![
+                DeviceSpec {
+                    name: "p".into(),
+                    capacity_blocks: 512,
+                    role: DeviceRole::Tier,
+                },
+                DeviceSpec {
+                    name: "c".into(),
+                    capacity_blocks: 1024,
+                    role: DeviceRole::Home,
+                },
+            ],
+        };
+        let p = Params::new().with("heat_unit", ParamValue::Str("bytes".into()));
+        let e = Tiered::build("hemem", &p, &vol, 1).err().expect("refused");
+        let msg = e.to_string();
+        assert!(msg.contains("heat_unit") && msg.contains("request, block"), "{msg}");
+    }
+}

@@ -617,7 +617,8 @@ impl Simulator {
         });
         for block in first..first + n {
             let sid = self.block_sub(slot, block, op, true);
-            self.dispatcher.submit(sid as u64, Access::one(block, op));
+            let access = Access::one(block, op).continuing(block != first);
+            self.dispatcher.submit(sid as u64, access);
         }
         self.drain();
     }

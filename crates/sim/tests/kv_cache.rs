@@ -306,3 +306,33 @@ fn cachebench_mixes_draw_keys_and_values_from_their_tables() {
         "{e}"
     );
 }
+
+/// A large-object region write is one request: with heat counted per
+/// request, it adds one count to each segment it covers, where counting
+/// every block adds one per block and halves every segment's counts over
+/// and over (`heat_unit`).
+#[test]
+fn a_region_write_counts_once_per_segment_in_the_tiering_heat() {
+    let coolings = |unit: &str| {
+        let kv = spec(0.0, 9000, 16, [0.0, 0.0, 0.0], false);
+        let mut c = kv_config("hemem", 1, 0.5, 16, 256, kv, 5_000, 5);
+        c.params
+            .insert("heat_unit".into(), toml::Value::String(unit.into()));
+        // One 64 KiB region per segment.
+        c.params
+            .insert("segment_blocks".into(), toml::Value::Integer(16));
+        let r = run(&c).unwrap_or_else(|e| panic!("{unit}: {e}"));
+        let k = r.kv.as_ref().expect("key-value figures");
+        assert!(k.volume_reads > 100, "{unit}: {} volume reads", k.volume_reads);
+        r.controller
+            .iter()
+            .find(|(name, _)| name == "heat_coolings")
+            .map(|(_, v)| *v)
+            .expect("heat_coolings in the controller state")
+    };
+    let (per_request, per_block) = (coolings("request"), coolings("block"));
+    assert!(
+        per_block > 10.0 * per_request,
+        "{per_request} coolings per request, {per_block} per block"
+    );
+}

@@ -226,7 +226,8 @@ impl Tiered {
     }
 
     /// Controller variables shared by every tiering policy, for time
-    /// series: segments per class, bytes copied per direction.
+    /// series: segments per class, bytes copied per direction, moves
+    /// running, and how many times the heat counts have been halved.
     pub fn state(&self) -> Vec<(&'static str, f64)> {
         let mut per_class = [0u64; 3];
         for (_, c) in self.tiers.placed() {
@@ -254,6 +255,7 @@ impl Tiered {
             ("mirror_bytes", bytes(Direction::Mirror)),
             ("cleaned_bytes", bytes(Direction::Clean)),
             ("moves_inflight", self.migrator.inflight() as f64),
+            ("heat_coolings", self.heat.coolings() as f64),
         ]
     }
 }

@@ -323,7 +323,11 @@ fn a_region_write_counts_once_per_segment_in_the_tiering_heat() {
             .insert("segment_blocks".into(), toml::Value::Integer(16));
         let r = run(&c).unwrap_or_else(|e| panic!("{unit}: {e}"));
         let k = r.kv.as_ref().expect("key-value figures");
-        assert!(k.volume_reads > 100, "{unit}: {} volume reads", k.volume_reads);
+        assert!(
+            k.volume_reads > 100,
+            "{unit}: {} volume reads",
+            k.volume_reads
+        );
         r.controller
             .iter()
             .find(|(name, _)| name == "heat_coolings")

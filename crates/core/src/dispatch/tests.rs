@@ -440,7 +440,10 @@ fn the_pieces_after_the_first_continue_their_request() {
             1 << 20
         }
         fn decide(&mut self, a: Access, ctx: &mut Ctx<'_>) -> Outcome {
-            self.0.lock().unwrap().push((a.block, a.blocks, a.continues));
+            self.0
+                .lock()
+                .unwrap()
+                .push((a.block, a.blocks, a.continues));
             for part in 0..a.blocks {
                 ctx.plan
                     .client_part(0, a.op, a.block + part as u64, part as u16);
@@ -458,11 +461,6 @@ fn the_pieces_after_the_first_continue_their_request() {
     let got = log.lock().unwrap().clone();
     assert_eq!(
         got,
-        vec![
-            (10, 2, false),
-            (12, 2, true),
-            (14, 1, true),
-            (20, 1, false)
-        ]
+        vec![(10, 2, false), (12, 2, true), (14, 1, true), (20, 1, false)]
     );
 }

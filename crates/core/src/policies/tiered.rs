@@ -382,12 +382,19 @@ mod tests {
         for _ in 0..8 {
             write(&mut t, 2048, 1);
         }
-        assert!(t.heat.is_hot(4), "eight one-block writes make a segment hot");
+        assert!(
+            t.heat.is_hot(4),
+            "eight one-block writes make a segment hot"
+        );
         // One 2 MiB write of segment 0: 512 counts. Its count passes 18,
         // halves to 9, passes 18 again ten counts later: about 50 coolings.
         write(&mut t, 0, 512);
         assert!(t.heat.coolings() > 20, "{} coolings", t.heat.coolings());
-        assert_eq!(t.heat.heat(4).writes, 0, "the other segment's counts are gone");
+        assert_eq!(
+            t.heat.heat(4).writes,
+            0,
+            "the other segment's counts are gone"
+        );
     }
 
     #[test]
@@ -411,6 +418,9 @@ mod tests {
         let p = Params::new().with("heat_unit", ParamValue::Str("bytes".into()));
         let e = Tiered::build("hemem", &p, &vol, 1).err().expect("refused");
         let msg = e.to_string();
-        assert!(msg.contains("heat_unit") && msg.contains("request, block"), "{msg}");
+        assert!(
+            msg.contains("heat_unit") && msg.contains("request, block"),
+            "{msg}"
+        );
     }
 }

@@ -338,7 +338,8 @@ mod tests {
     use crate::policy::{DeviceRole, DeviceSpec};
     use crate::types::Op;
 
-    fn tiered(unit: &str) -> Tiered {
+    /// HeMem's state on 2048 fast blocks over 8192, counting heat by `unit`.
+    fn build(unit: &str) -> Result<Tiered, PolicyError> {
         let dev = |capacity_blocks, role| DeviceSpec {
             name: "d".into(),
             capacity_blocks,
@@ -350,7 +351,11 @@ mod tests {
             devices: vec![dev(2048, DeviceRole::Tier), dev(8192, DeviceRole::Home)],
         };
         let p = Params::new().with("heat_unit", ParamValue::Str(unit.into()));
-        Tiered::build("hemem", &p, &vol, 1).expect("valid parameters")
+        Tiered::build("hemem", &p, &vol, 1)
+    }
+
+    fn tiered(unit: &str) -> Tiered {
+        build(unit).expect("valid parameters")
     }
 
     /// Hands `t` a write of `blocks` blocks from `first` as the
@@ -399,24 +404,7 @@ mod tests {
 
     #[test]
     fn an_unknown_heat_unit_is_refused_by_name() {
-        let vol = VolumeSpec {
-            num_blocks: 1024,
-            block_size: 4096,
-            devices: vec![
-                DeviceSpec {
-                    name: "p".into(),
-                    capacity_blocks: 512,
-                    role: DeviceRole::Tier,
-                },
-                DeviceSpec {
-                    name: "c".into(),
-                    capacity_blocks: 1024,
-                    role: DeviceRole::Home,
-                },
-            ],
-        };
-        let p = Params::new().with("heat_unit", ParamValue::Str("bytes".into()));
-        let e = Tiered::build("hemem", &p, &vol, 1).err().expect("refused");
+        let e = build("bytes").err().expect("refused");
         let msg = e.to_string();
         assert!(
             msg.contains("heat_unit") && msg.contains("request, block"),

@@ -546,7 +546,7 @@ fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
                 "p99_latency",
             ],
         ),
-        "noise_aware" | "always_admit" | "swap_while_offloading" => {
+        "noise_aware" | "always_admit" | "swap_while_offloading" | "subpages" => {
             ParamValue::Bool(rng.below(2) == 0)
         }
         "swap_min_ratio" => ParamValue::Float([1.0, 2.0, 4.0][rng.below(3) as usize]),

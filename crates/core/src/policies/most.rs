@@ -34,10 +34,22 @@
 //! so that under load data moves down only into the mirrored class
 //! (`experiments/most-swaps-under-load.toml` shows why, and the shared
 //! `swap_min_ratio` that stops the swapping at its source).
+//!
+//! `subpages = false` is the paper's "naive implementation based only on
+//! segments" (§3.2.4), for Figure 7c: a mirrored segment's copies are
+//! valid or invalid as a whole, so once a write has gone to one copy
+//! every later read and write of the segment goes there too, until the
+//! segment is copied whole again; while Algorithm 1 migrates only to the
+//! performance device (the ratio at 0, the performance device the faster),
+//! mirrored segments whose valid copy is the capacity device's are copied
+//! back up (a [`Move::Clean`], hottest first, under the migration cap). The placement map still knows each
+//! block's copies, so the routing rule changes where data goes and never
+//! which copy is read.
 
 use super::hemem::serve;
 use super::tiered::{tiered_policy_methods, Tiered};
 use super::{param_err, Registered};
+use crate::map::BlockMap;
 use crate::observe::Observation;
 use crate::params::Params;
 use crate::policy::{Ctx, Policy, PolicyError, TickCtx, VolumeSpec};
@@ -47,7 +59,7 @@ use crate::tiering::offload::{
     Decision, Migration, MigrationRule, MirrorChange, OffloadController,
 };
 use crate::tiering::tiers::{Class, Move};
-use crate::types::{Access, Op, Outcome};
+use crate::types::{Access, DeviceIndex, Op, Outcome};
 use crate::Job;
 
 /// Registry entry.
@@ -69,6 +81,10 @@ fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, Pol
         reclaim_below_segments: 0,
         clean_min_rewrite_distance: None,
         swap_while_offloading: true,
+        subpages: true,
+        whole_copy: BlockMap::default(),
+        routed: [[0; 2]; 2],
+        capacity_share: [0.0; 2],
         t,
     };
     most.apply(&s);
@@ -89,6 +105,7 @@ struct MostSettings {
     idle_latency: IdleLatency,
     migration_rule: MigrationRule,
     swap_while_offloading: bool,
+    subpages: bool,
 }
 
 /// The names [`MostSettings`] reads.
@@ -105,6 +122,7 @@ const MOST_LIVE_PARAMS: &[&str] = &[
     "idle_latency",
     "migration_rule",
     "swap_while_offloading",
+    "subpages",
 ];
 
 impl MostSettings {
@@ -145,6 +163,7 @@ impl MostSettings {
                 _ => MigrationRule::Algorithm1,
             },
             swap_while_offloading: p.bool("swap_while_offloading", true).map_err(&e)?,
+            subpages: p.bool("subpages", true).map_err(&e)?,
         })
     }
 }
@@ -160,6 +179,18 @@ pub struct Most {
     reclaim_below_segments: u64,
     clean_min_rewrite_distance: Option<f64>,
     swap_while_offloading: bool,
+    /// Validity tracked per subpage (MOST §3.2.4), or per segment.
+    subpages: bool,
+    /// Without subpages: the device whose copy of a mirrored segment is
+    /// the valid one, for segments a write has made unclean (entries of
+    /// segments clean again are ignored, and dropped each quantum).
+    whole_copy: BlockMap<DeviceIndex>,
+    /// Client accesses this quantum, by operation (read, write) and device
+    /// (performance, capacity).
+    routed: [[u64; 2]; 2],
+    /// The last quantum's share of client reads and of client writes sent
+    /// to the capacity device.
+    capacity_share: [f64; 2],
 }
 
 impl Most {
@@ -187,6 +218,7 @@ impl Most {
         self.reclaim_below_segments = (s.reclaim_free_fraction * segments).ceil() as u64;
         self.clean_min_rewrite_distance = s.clean_min_rewrite_distance;
         self.swap_while_offloading = s.swap_while_offloading;
+        self.subpages = s.subpages;
     }
 
     /// True when this access goes to the capacity copy (or allocates
@@ -194,6 +226,91 @@ impl Most {
     fn offload(&mut self) -> bool {
         let r = self.controller.offload_ratio();
         r > 0.0 && self.t.rng.next_f64() < r
+    }
+
+    /// Without subpages, the device holding the valid copy of mirrored
+    /// `segment` when its copies differ; `None` when both are valid (or
+    /// subpages are tracked).
+    fn whole_copy(&self, segment: u64) -> Option<DeviceIndex> {
+        if self.subpages || !self.t.tiers.is_unclean(segment) {
+            return None;
+        }
+        self.whole_copy.get(&segment).copied()
+    }
+
+    /// Serves an access to mirrored `segment`: reads by `offload` where
+    /// both copies are valid; writes to one copy, by `offload` while the
+    /// segment's copies are both valid and, without subpages, to the valid
+    /// copy after that.
+    fn serve_mirrored(
+        &mut self,
+        access: Access,
+        segment: u64,
+        offload: bool,
+        ctx: &mut Ctx<'_>,
+    ) -> DeviceIndex {
+        let home = self.t.tiers.home();
+        let whole = self.whole_copy(segment);
+        let to_capacity = whole.map_or(offload, |d| d == home);
+        match access.op {
+            Op::Read => self.t.tiers.read(access.block, to_capacity, ctx),
+            Op::Write => {
+                let d = self.t.tiers.write(access.block, to_capacity, ctx);
+                if !self.subpages && whole.is_none() && self.t.tiers.is_unclean(segment) {
+                    self.whole_copy.insert(segment, d);
+                }
+                d
+            }
+        }
+    }
+
+    /// Counts a client access served by device `d` in this quantum's
+    /// routing shares.
+    fn count_route(&mut self, op: Op, d: DeviceIndex) {
+        let op = usize::from(op == Op::Write);
+        self.routed[op][usize::from(d == self.t.tiers.home())] += 1;
+    }
+
+    /// Ends the quantum's routing count: each operation's share of client
+    /// accesses sent to the capacity device (kept when none came).
+    fn roll_routes(&mut self) {
+        for (op, [perf, cap]) in self.routed.iter().enumerate() {
+            if perf + cap > 0 {
+                self.capacity_share[op] = *cap as f64 / (perf + cap) as f64;
+            }
+        }
+        self.routed = [[0; 2]; 2];
+    }
+
+    /// Forgets the whole copies of segments clean again; then, without
+    /// subpages and when Algorithm 1 migrates only to the performance
+    /// device (`up`: the ratio is at 0, the performance device the
+    /// faster), copies back up the hottest mirrored segments whose valid
+    /// copy is the capacity device's, so that their accesses can return
+    /// to the performance device.
+    fn restore_whole_copies(&mut self, up: bool, jobs: &mut Vec<Job>) {
+        let home = self.t.tiers.home();
+        let tiers = &self.t.tiers;
+        self.whole_copy.retain(|s, _| tiers.is_unclean(*s));
+        if self.subpages || !up {
+            return;
+        }
+        let mut down: Vec<(u64, u32)> = self
+            .whole_copy
+            .iter()
+            .filter(|(_, &d)| d == home)
+            .map(|(&s, _)| (s, self.t.heat.heat(s).total()))
+            .collect();
+        down.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let t = &mut self.t;
+        for (s, _) in down {
+            if !t
+                .migrator
+                .queue(&mut t.tiers, s, Move::Clean, t.now_ns, jobs)
+            {
+                break;
+            }
+        }
     }
 
     fn tune(&mut self) -> Decision {
@@ -287,15 +404,19 @@ impl Policy for Most {
         let offload = self.offload();
         if class == Class::Mirrored {
             self.t.record(access);
-            let d = match access.op {
-                Op::Read => self.t.tiers.read(access.block, offload, ctx),
-                Op::Write => self.t.tiers.write(access.block, offload, ctx),
-            };
+            let d = self.serve_mirrored(access, segment, offload, ctx);
+            self.count_route(access.op, d);
             return Outcome::Hit(d);
         }
         // Tiered data: served where it lives; new data is allocated on
         // the capacity device with probability offloadRatio.
-        serve(&mut self.t, access, !offload, ctx)
+        let outcome = serve(&mut self.t, access, !offload, ctx);
+        let d = match outcome {
+            Outcome::Hit(d) => d,
+            _ => self.t.tiers.home(),
+        };
+        self.count_route(access.op, d);
+        outcome
     }
     fn on_tick(&mut self, obs: &Observation, ctx: &mut TickCtx<'_>) {
         self.t.now_ns = obs.now_ns;
@@ -326,10 +447,15 @@ impl Policy for Most {
             Migration::Both | Migration::ToPerformanceOnly => Allowed::BOTH,
             Migration::ToCapacityOnly | Migration::Stop => none,
         };
+        // Algorithm 1's "only migrate to performance device": the ratio is
+        // at 0 and the performance device the faster.
+        let to_perf_only = d.migration == Migration::ToPerformanceOnly && d.offload_ratio == 0.0;
+        self.restore_whole_copies(to_perf_only, ctx.jobs);
         let t = &mut self.t;
         t.migrator
             .tier(&mut t.tiers, &t.heat, allowed, obs.now_ns, ctx.jobs);
         self.clean(ctx.jobs);
+        self.roll_routes();
     }
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         let mut v = vec![("offload_ratio", self.controller.offload_ratio())];
@@ -337,6 +463,8 @@ impl Policy for Most {
         let us = |d: usize| self.latency.device(d).all_ns.get().unwrap_or(0.0) / 1e3;
         v.push(("latency_perf_us", us(p)));
         v.push(("latency_cap_us", us(h)));
+        v.push(("capacity_read_share", self.capacity_share[0]));
+        v.push(("capacity_write_share", self.capacity_share[1]));
         v.extend(self.t.state());
         v
     }

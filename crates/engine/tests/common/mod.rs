@@ -262,6 +262,10 @@ pub const MODES: &[(&str, &str)] = &[
         "segment_blocks = 4\nquantum_ms = 0.1\nhot_threshold = 2\ncooling_threshold = 6\nratio_step = 0.25\nlatency_alpha = 1.0\nclean_min_rewrite_distance = 1.0",
     ),
     (
+        "most",
+        "segment_blocks = 4\nquantum_ms = 0.1\nhot_threshold = 2\ncooling_threshold = 6\nratio_step = 0.25\nlatency_alpha = 1.0\nsubpages = false",
+    ),
+    (
         "batman",
         "segment_blocks = 4\nquantum_ms = 0.1\nhot_threshold = 2\ncooling_threshold = 6\nperf_access_share = 0.5",
     ),

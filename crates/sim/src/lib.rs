@@ -18,6 +18,7 @@ pub mod kvworkloads;
 pub mod memory;
 pub mod presets;
 pub mod sim;
+pub mod spikes;
 pub mod trace_run;
 pub mod wear;
 pub mod workload;

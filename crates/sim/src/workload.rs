@@ -13,6 +13,7 @@ use tiermux_core::rng::{splitmix64, Rng};
 use tiermux_core::Op;
 
 use crate::cachebench::KeyClasses;
+use crate::spikes::{SpikeWriter, WriteSpike};
 
 /// Access pattern over the working set's ranks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -127,6 +128,10 @@ pub struct WorkloadSpec {
     /// block discarded and not written since.
     #[serde(default)]
     pub discard_chunk_blocks: Option<u64>,
+    /// Groups of the hottest items written together every so often, ahead
+    /// of the other requests ([`crate::spikes`]; MOST Figure 7d).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_spikes: Vec<WriteSpike>,
 }
 
 fn default_pattern() -> Pattern {
@@ -158,6 +163,7 @@ impl Default for WorkloadSpec {
             write_ratio_period_s: None,
             write_ratio_max: 0.5,
             discard_chunk_blocks: None,
+            write_spikes: Vec::new(),
         }
     }
 }
@@ -204,6 +210,7 @@ pub struct Workload {
     next_ratio_change_ns: u64,
     discard_chunk: Option<u64>,
     rng: Rng,
+    spikes: SpikeWriter,
     /// Requests generated ahead of their turn, oldest first
     /// ([`Workload::peek_block`]).
     ahead: VecDeque<GenRequest>,
@@ -294,6 +301,7 @@ impl Workload {
             next_ratio_change_ns: 0,
             discard_chunk: spec.discard_chunk_blocks.filter(|&n| n > 0),
             rng: Rng::new(seed),
+            spikes: SpikeWriter::new(&spec.write_spikes, working_set),
             ahead: VecDeque::new(),
         }
     }
@@ -370,11 +378,11 @@ impl Workload {
 
     /// The first block of the request `k` places after the next one, when
     /// the workload does not depend on the time (no shift, no changing write
-    /// ratio): the requests are then generated ahead, in the order they
+    /// ratio, no write spikes): the requests are then generated ahead, in the order they
     /// would be anyway, so looking ahead changes nothing.
     #[inline]
     pub fn peek_block(&mut self, k: usize) -> Option<u64> {
-        if self.shift_at_ns.is_some() || self.ratio_period_ns.is_some() {
+        if self.shift_at_ns.is_some() || self.ratio_period_ns.is_some() || !self.spikes.is_empty() {
             return None;
         }
         while self.ahead.len() <= k {
@@ -386,6 +394,20 @@ impl Workload {
 
     /// Generates the next request at time `now_ns`.
     fn generate(&mut self, now_ns: u64) -> GenRequest {
+        if !self.spikes.is_empty() {
+            if let Some(r) = self.spikes.next_rank(now_ns, self.request_blocks as u64) {
+                let block = self.place(r, now_ns).min(
+                    self.volume_blocks
+                        .saturating_sub(self.request_blocks as u64),
+                );
+                return GenRequest {
+                    op: Op::Write,
+                    block,
+                    blocks: self.request_blocks,
+                    discard: None,
+                };
+            }
+        }
         if let Some(p) = self.ratio_period_ns {
             if now_ns >= self.next_ratio_change_ns {
                 self.write_ratio = self.rng.next_f64() * self.ratio_max;

@@ -85,6 +85,7 @@ fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, Pol
         whole_copy: BlockMap::default(),
         routed: [[0; 2]; 2],
         capacity_share: [0.0; 2],
+        clean_share: 1.0,
         t,
     };
     most.apply(&s);
@@ -191,6 +192,9 @@ pub struct Most {
     /// The last quantum's share of client reads and of client writes sent
     /// to the capacity device.
     capacity_share: [f64; 2],
+    /// The mirrored class's share of subpages clean (current on both
+    /// copies) at the last quantum; 1 when nothing is mirrored.
+    clean_share: f64,
 }
 
 impl Most {
@@ -456,6 +460,9 @@ impl Policy for Most {
             .tier(&mut t.tiers, &t.heat, allowed, obs.now_ns, ctx.jobs);
         self.clean(ctx.jobs);
         self.roll_routes();
+        let subpages = self.t.tiers.mirrored() as u64 * self.t.tiers.segment_blocks() as u64;
+        let invalid = self.t.tiers.invalid_mirrored_subpages(ctx.map);
+        self.clean_share = 1.0 - invalid as f64 / subpages.max(1) as f64;
     }
     fn controller_state(&self) -> Vec<(&'static str, f64)> {
         let mut v = vec![("offload_ratio", self.controller.offload_ratio())];
@@ -465,6 +472,7 @@ impl Policy for Most {
         v.push(("latency_cap_us", us(h)));
         v.push(("capacity_read_share", self.capacity_share[0]));
         v.push(("capacity_write_share", self.capacity_share[1]));
+        v.push(("mirrored_clean_share", self.clean_share));
         v.extend(self.t.state());
         v
     }

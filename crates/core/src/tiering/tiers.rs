@@ -347,6 +347,20 @@ impl Tiers {
         self.unclean.iter().copied()
     }
 
+    /// Subpages of the mirrored class that are not clean (current on both
+    /// copies), counted over the unclean segments' blocks in `map`.
+    pub fn invalid_mirrored_subpages(&self, map: &PlacementMap) -> u64 {
+        let (p, h) = (self.perf, self.home);
+        self.unclean
+            .iter()
+            .flat_map(|&s| self.blocks_of(s))
+            .filter(|&b| {
+                let e = map.get(b);
+                !(e.valid_on(p) && e.valid_on(h) && e.dirty == 0)
+            })
+            .count() as u64
+    }
+
     /// Plans a client write of `block`: to the performance copy, or (when
     /// `to_capacity`, or the segment is in the capacity class) to the
     /// capacity device. Returns the device written.

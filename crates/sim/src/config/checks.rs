@@ -147,6 +147,9 @@ impl SimConfig {
                 format!("must be positive, got {p}")
             })?;
         }
+        if let Err((field, message)) = crate::spikes::check(&w.write_spikes, w.working_set_blocks) {
+            return Err(ConfigError::new(&field, message));
+        }
         self.check_discards()?;
         check_pattern(&w.pattern)
     }

@@ -681,6 +681,16 @@ mod tests {
             "workload.write_ratio"
         );
         assert_eq!(bad(&|c| c.block_size = 1000), "block_size");
+        assert_eq!(
+            bad(&|c| {
+                c.workload.working_set_blocks = Some(100);
+                c.workload.write_spikes = vec![crate::spikes::WriteSpike {
+                    period_s: f64::NAN,
+                    items: 10,
+                }];
+            }),
+            "workload.write_spikes[0].period_s"
+        );
         assert_eq!(bad(&|c| c.cache_blocks = 1 << 32), "cache_blocks");
         // Limits of the simulated clock, the event queue and memory: each a
         // named error, where the run would overflow, hang or abort.

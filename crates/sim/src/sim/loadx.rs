@@ -60,6 +60,7 @@ pub fn load_unit_workers(cfg: &SimConfig) -> Result<u32, SimError> {
     probe.warmup_s = probe.duration_s / 3.0;
     probe.workload.shift_at_s = None;
     probe.workload.write_ratio_period_s = None;
+    probe.workload.write_spikes.clear();
     // The cache device's own maximum read bandwidth: every request a read
     // hit (a uniform working set the size of the cache).
     if probe.workload.hit_ratio.is_some() {

@@ -40,11 +40,11 @@
 //! valid or invalid as a whole, so once a write has gone to one copy
 //! every later read and write of the segment goes there too, until the
 //! segment is copied whole again; while Algorithm 1 migrates only to the
-//! performance device (the ratio at 0, the performance device the faster),
-//! mirrored segments whose valid copy is the capacity device's are copied
-//! back up (a [`Move::Clean`], hottest first, under the migration cap). The placement map still knows each
-//! block's copies, so the routing rule changes where data goes and never
-//! which copy is read.
+//! performance device (the ratio at 0, the performance device the
+//! faster), mirrored segments whose valid copy is the capacity device's
+//! are copied back up (a [`Move::Clean`], hottest first, under the
+//! migration cap). The placement map still knows each block's copies, so
+//! the routing rule changes where data goes and never which copy is read.
 
 use super::hemem::serve;
 use super::tiered::{tiered_policy_methods, Tiered};

@@ -564,6 +564,8 @@ const RUN_COLUMNS: &[&str] = &[
     "dev1_written_bytes",
     "dev0_migrated_bytes",
     "dev1_migrated_bytes",
+    "dev0_migration_dwpd",
+    "dev1_migration_dwpd",
     "convergence_s",
     "requests",
     "get_mean_latency_us",
@@ -677,6 +679,11 @@ pub fn run_cells(
     cols.push(dev(1).map_or(0, |d| d.written_bytes).to_string());
     cols.push(dev(0).map_or(0, |d| d.migrated_bytes).to_string());
     cols.push(dev(1).map_or(0, |d| d.migrated_bytes).to_string());
+    for i in 0..2 {
+        cols.push(num(dev(i)
+            .and_then(|d| d.migration_dwpd)
+            .unwrap_or(f64::NAN)));
+    }
     cols.push(num(r.convergence_s.unwrap_or(f64::NAN)));
     cols.push(r.requests.to_string());
     let kv = r.kv.as_ref();

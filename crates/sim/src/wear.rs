@@ -39,6 +39,21 @@ pub fn lifetime_years(
     ))
 }
 
+/// Seconds in a day, the unit of drive writes per day.
+const DAY_S: f64 = 86_400.0;
+
+/// Drive writes per day (MOST §4.2): `written_bytes` every `measured_s`,
+/// as full writes of a device of `capacity_bytes` a day; `None` without a
+/// measured interval or a capacity.
+pub fn drive_writes_per_day(
+    written_bytes: u64,
+    measured_s: f64,
+    capacity_bytes: u64,
+) -> Option<f64> {
+    (measured_s > 0.0 && capacity_bytes > 0)
+        .then(|| written_bytes as f64 * (DAY_S / measured_s) / capacity_bytes as f64)
+}
+
 /// Equation 1: bytes written to the SSDs over bytes the clients wrote;
 /// `None` without SSDs or client writes.
 pub fn cwaf(ssd_written_bytes: Option<u64>, client_written_bytes: u64) -> Option<f64> {
@@ -53,6 +68,19 @@ mod tests {
     /// By hand: a 10 GB WO-SSD (6,416 writes per GB) written 1 GB every
     /// 3,600 s takes 8,760 GB a year, so it lasts 64,160 / 8,760 = 7.324
     /// years.
+    /// By hand: 282 GB (MOST §4.2's migration to the performance tier)
+    /// written to a 750 GB device in a day is 0.376 drive writes per day,
+    /// and in 5,000 s 86,400 / 5,000 times that.
+    #[test]
+    fn drive_writes_per_day_by_hand() {
+        let d = drive_writes_per_day(282_000_000_000, 86_400.0, 750_000_000_000).unwrap();
+        assert!((d - 0.376).abs() < 1e-12, "{d}");
+        let d = drive_writes_per_day(282_000_000_000, 5_000.0, 750_000_000_000).unwrap();
+        assert!((d - 0.376 * 86_400.0 / 5_000.0).abs() < 1e-9, "{d}");
+        assert_eq!(drive_writes_per_day(1, 0.0, 10), None);
+        assert_eq!(drive_writes_per_day(1, 1.0, 0), None);
+    }
+
     #[test]
     fn a_lifetime_by_hand() {
         let y = lifetime_years(6416.0, 10_000_000_000, 1_000_000_000, 3600.0).unwrap();

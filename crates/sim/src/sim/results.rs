@@ -30,6 +30,10 @@ pub struct DeviceResult {
     pub flushed_bytes: u64,
     /// Bytes written by migrations.
     pub migrated_bytes: u64,
+    /// The migrations' writes as drive writes per day of the device's
+    /// capacity in the run (MOST §4.2's DWPD of migration writes; `None`
+    /// without a measured interval).
+    pub migration_dwpd: Option<f64>,
     /// Bytes written in total.
     pub written_bytes: u64,
     /// Energy over the measured time, J (the TICA paper's equation 2;
@@ -299,6 +303,11 @@ impl Simulator {
                     admitted_bytes: purpose(Purpose::Admit),
                     flushed_bytes: purpose(Purpose::Flush),
                     migrated_bytes: purpose(Purpose::Migrate),
+                    migration_dwpd: crate::wear::drive_writes_per_day(
+                        purpose(Purpose::Migrate),
+                        secs,
+                        content.len() as u64 * self.block_size,
+                    ),
                     written_bytes: wb,
                     energy_j: power.map(|p| {
                         p.energy_j(c.read_ops - s.read_ops, c.write_ops - s.write_ops, secs)

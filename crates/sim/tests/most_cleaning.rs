@@ -10,7 +10,7 @@
 //! mirrored class is built by then).
 
 mod common;
-use common::{get, run_file_with};
+use common::{get, run_file_with, sampled_mean_after};
 
 const FILE: &str = "most-fig7d-cleaning.toml";
 
@@ -30,19 +30,7 @@ fn selective_cleaning_keeps_the_mirror_cleaner_for_the_same_capped_bytes() {
             .iter()
             .find(|(k, _)| get(k, "params.cleaning") == cleaning)
             .unwrap_or_else(|| panic!("no run with cleaning = {cleaning}"));
-        let shares: Vec<f64> = r
-            .samples
-            .iter()
-            .filter(|s| s.t_s > 70.0)
-            .map(|s| {
-                s.controller
-                    .iter()
-                    .find(|(n, _)| n == "mirrored_clean_share")
-                    .expect("MOST reports its clean share")
-                    .1
-            })
-            .collect();
-        let clean = shares.iter().sum::<f64>() / shares.len() as f64;
+        let clean = sampled_mean_after(r, "mirrored_clean_share", 70.0);
         (clean, r.throughput_ops_per_s)
     };
     let (selective, all, off) = (measured("selective"), measured("all"), measured("off"));

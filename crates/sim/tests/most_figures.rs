@@ -37,20 +37,7 @@ fn state(r: &RunResult, name: &str) -> f64 {
 /// warm-up (the signals oscillate around their balance from one 200 ms
 /// quantum to the next, so one moment's values say little).
 fn measured_mean(r: &RunResult, name: &str) -> f64 {
-    let values: Vec<f64> = r
-        .samples
-        .iter()
-        .filter(|s| s.t_s > 20.0)
-        .map(|s| {
-            s.controller
-                .iter()
-                .find(|(k, _)| k == name)
-                .unwrap_or_else(|| panic!("{} samples no {name}", r.policy))
-                .1
-        })
-        .collect();
-    assert!(values.len() >= 10, "{} samples after warm-up", values.len());
-    values.iter().sum::<f64>() / values.len() as f64
+    common::sampled_mean_after(r, name, 20.0)
 }
 
 /// The ceiling of any policy on this pair at 4 KiB: both devices' MOST

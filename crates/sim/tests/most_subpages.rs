@@ -10,21 +10,12 @@
 //! mirrored class is smaller, the behaviour the same), 150 s in all.
 
 mod common;
-use common::{get, run_file_with};
+use common::{get, run_file_with, sampled as ctl};
 use tiermux_sim::sim::Sample;
 use tiermux_sim::workload::Schedule;
 
 const FILE: &str = "most-fig7c-subpages.toml";
 const DROP_S: f64 = 60.0;
-
-/// Controller value `name` in sample `s`.
-fn ctl(s: &Sample, name: &str) -> f64 {
-    s.controller
-        .iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no {name} in the samples"))
-        .1
-}
 
 /// The sample that ends at `t_s`.
 fn at(samples: &[Sample], t_s: f64) -> &Sample {

@@ -7,6 +7,7 @@ use tiermux_core::Op;
 use tiermux_device::calibrate::closed_loop_throughput;
 use tiermux_device::lookup_profile;
 use tiermux_sim::experiment::{cell, run_all, Experiment};
+use tiermux_sim::sim::Sample;
 use tiermux_sim::{RunResult, SimConfig};
 
 /// Experiment `file` of `experiments/`, loaded.
@@ -87,4 +88,32 @@ pub fn device_ops_per_s(file: &str, read_share: f64, in_flight: u32) -> Vec<f64>
             1.0 / (read_share / reads + (1.0 - read_share) / writes)
         })
         .collect()
+}
+
+/// The controller value `name` in sample `s`.
+#[allow(dead_code)] // not every test binary that shares this module calls it
+pub fn sampled(s: &Sample, name: &str) -> f64 {
+    s.controller
+        .iter()
+        .find(|(k, _)| k == name)
+        .unwrap_or_else(|| panic!("no {name} in the samples"))
+        .1
+}
+
+/// The mean of the controller value `name` over the samples that end
+/// after `after_s` (at least 10 of them).
+#[allow(dead_code)] // not every test binary that shares this module calls it
+pub fn sampled_mean_after(r: &RunResult, name: &str, after_s: f64) -> f64 {
+    let values: Vec<f64> = r
+        .samples
+        .iter()
+        .filter(|s| s.t_s > after_s)
+        .map(|s| sampled(s, name))
+        .collect();
+    assert!(
+        values.len() >= 10,
+        "{} samples after {after_s} s",
+        values.len()
+    );
+    values.iter().sum::<f64>() / values.len() as f64
 }

@@ -103,6 +103,12 @@ pub struct ProfileSpec {
     /// it, and count its writes in the cache write amplification.
     #[serde(default)]
     pub endurance_writes_per_gb: Option<f64>,
+    /// Years over which the maker warrants `endurance_writes_per_gb`
+    /// (optional). With both, the device's rated drive writes per day are
+    /// the endurance over the warranty's days, and runs report its
+    /// lifetime under their migration writes as MOST §4.2 computes it.
+    #[serde(default)]
+    pub warranty_years: Option<f64>,
     /// Where each parameter's value comes from, by parameter name
     /// (`read.latency_us_4k`, `channels`, ...): a paper's table or figure,
     /// a datasheet at a stated size, a named measurement, or a stated
@@ -297,6 +303,9 @@ impl ProfileSpec {
         if let Some(e) = self.endurance_writes_per_gb {
             v.push(("endurance_writes_per_gb".into(), e));
         }
+        if let Some(y) = self.warranty_years {
+            v.push(("warranty_years".into(), y));
+        }
         v
     }
 
@@ -348,6 +357,16 @@ impl ProfileSpec {
         }
         if let Some(e) = self.endurance_writes_per_gb {
             positive(n, "endurance_writes_per_gb", e)?;
+        }
+        if let Some(y) = self.warranty_years {
+            positive(n, "warranty_years", y)?;
+            if self.endurance_writes_per_gb.is_none() {
+                return Err(ProfileError {
+                    profile: n.into(),
+                    field: "warranty_years".into(),
+                    message: "needs endurance_writes_per_gb, the writes it warrants".into(),
+                });
+            }
         }
         Ok(DeviceModel {
             read: derive_dir(n, "read", &self.read)?,
@@ -402,6 +421,7 @@ pub(crate) fn spec(
         fixed_rate_ops_per_s: None,
         power: None,
         endurance_writes_per_gb: None,
+        warranty_years: None,
         cite: BTreeMap::new(),
     }
 }
@@ -662,6 +682,17 @@ fn most_table1(
     p
 }
 
+/// Days in a year of drive writes per day, as endurance ratings count.
+const RATING_DAYS_PER_YEAR: f64 = 365.0;
+
+/// Gives `p` a warranted endurance of `full_writes` full-device writes
+/// over `years`, cited to `source`.
+fn rate_endurance(p: &mut ProfileSpec, full_writes: f64, years: f64, source: &str) {
+    p.endurance_writes_per_gb = Some(full_writes);
+    p.warranty_years = Some(years);
+    cite(p, &["endurance_writes_per_gb", "warranty_years"], source);
+}
+
 /// The built-in profiles.
 pub fn builtin_profiles() -> Vec<ProfileSpec> {
     let mut v = Vec::new();
@@ -684,6 +715,12 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
     // 1 / 500k = 0.7 r (1 + 0.3 f) + 0.3 w with r = w = 4096 B / 2.2 GB/s.
     p4800x.write_interference = 0.353;
     cite(&mut p4800x, &["write_interference"], &format!("{P4800X_MIXED}, against this profile's 2.2 GB/s (537k IOPS) of 4 KiB reads and of writes: reads at 30 % writes cost 1 + 0.353 x 0.3 times as much (the MOST paper reports interference, less severe than the flash SSDs')"));
+    rate_endurance(
+        &mut p4800x,
+        30.0 * RATING_DAYS_PER_YEAR * 5.0,
+        5.0,
+        "MOST §4.2, citing Intel's P4800X specification: \"a warranted endurance of 30 DWPD over 5 years\"",
+    );
     v.push(p4800x);
     v.push(most_table1(
         "nvme-pcie4",
@@ -704,6 +741,12 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
     // 1 / 265k = 0.7 r (1 + 0.3 f) + 0.3 w with r = 1 / 460k, w = 1 / 175k.
     pcie3.write_interference = 1.178;
     cite(&mut pcie3, &["write_interference"], "Intel SSD DC P3700 product specification (330566-005US), a PCIe 3 NVMe flash SSD standing in for the 960 (no mixed figure published): 4 KiB random 70/30 reads and writes up to 265K IOPS, against 460K reads and 175K writes: reads at 30 % writes cost 1 + 1.178 x 0.3 times as much (the MOST paper: NVMe and SATA \"exhibit more severe read/write interference than the Optane device\")");
+    rate_endurance(
+        &mut pcie3,
+        0.37 * RATING_DAYS_PER_YEAR * 3.0,
+        3.0,
+        "MOST §4.2, citing Samsung's 960 specification: \"the 1 TB capacity-tier device rated for 0.37 DWPD over 3 years\"",
+    );
     v.push(pcie3);
     v.push(most_table1(
         "nvme-rdma",
@@ -712,13 +755,20 @@ pub fn builtin_profiles() -> Vec<ProfileSpec> {
         dir(30.0, Some(45.0), 1.7, Some(2.3)),
         "write latency assumed 30/45 µs (buffered flash write plus the network round trip; not measured)",
     ));
-    v.push(most_table1(
+    let mut sata = most_table1(
         "sata-870",
         "Samsung 870 SATA Flash SSD 1 TB",
         dir(104.0, Some(146.0), 0.38, Some(0.5)),
         dir(40.0, Some(60.0), 0.38, Some(0.5)),
         "write latency assumed 40/60 µs (buffered flash write over SATA; not measured)",
-    ));
+    );
+    rate_endurance(
+        &mut sata,
+        600.0,
+        5.0,
+        "Samsung 870 EVO data sheet, 1 TB model: 600 TB written over a 5-year warranty (the MOST paper names no 870 variant or rating; EVO assumed)",
+    );
+    v.push(sata);
     let mut hdd = spec(
         "hdd",
         "7200 rpm hard disk",
@@ -856,6 +906,22 @@ mod tests {
         assert!(e.message.contains("at least p99_over_p50 (3)"), "{e}");
         p.read.p999_over_p50 = Some(2.0);
         assert_eq!(p.model().unwrap_err().field, "read.p999_over_p50");
+    }
+
+    /// A warranty period rates an endurance: alone, or not positive, it is
+    /// refused by name.
+    #[test]
+    fn a_warranty_needs_a_positive_period_and_an_endurance() {
+        let mut p = find_builtin("nvme-pcie3").unwrap();
+        assert!(p.model().is_ok());
+        p.warranty_years = Some(0.0);
+        assert_eq!(p.model().unwrap_err().field, "warranty_years");
+        p.warranty_years = Some(3.0);
+        p.endurance_writes_per_gb = None;
+        p.cite.remove("endurance_writes_per_gb");
+        let e = p.model().unwrap_err();
+        assert_eq!(e.field, "warranty_years");
+        assert!(e.message.contains("needs endurance_writes_per_gb"), "{e}");
     }
 
     /// `docs/profiles.md` lists every built-in parameter's source, as

@@ -48,6 +48,9 @@ pub(crate) fn add_tica_devices(v: &mut Vec<ProfileSpec>) {
         p.name = name.into();
         p.description = format!("TICA's {what} SATA SSD (model not named)");
         p.source = format!("TICA names no model: {timing}; power from {TICA_TABLE1_SOURCE}");
+        // TICA Table 1 rates endurance without a warranty period.
+        p.warranty_years = None;
+        p.cite.remove("warranty_years");
         set_power(&mut p, name);
         p
     };

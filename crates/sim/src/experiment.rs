@@ -566,6 +566,8 @@ const RUN_COLUMNS: &[&str] = &[
     "dev1_migrated_bytes",
     "dev0_migration_dwpd",
     "dev1_migration_dwpd",
+    "dev0_migration_lifetime_years",
+    "dev1_migration_lifetime_years",
     "convergence_s",
     "requests",
     "get_mean_latency_us",
@@ -682,6 +684,11 @@ pub fn run_cells(
     for i in 0..2 {
         cols.push(num(dev(i)
             .and_then(|d| d.migration_dwpd)
+            .unwrap_or(f64::NAN)));
+    }
+    for i in 0..2 {
+        cols.push(num(dev(i)
+            .and_then(|d| d.migration_lifetime_years)
             .unwrap_or(f64::NAN)));
     }
     cols.push(num(r.convergence_s.unwrap_or(f64::NAN)));

@@ -270,9 +270,8 @@ pub struct Resolved {
     pub trace: Option<LoadedTrace>,
     /// Each device's power, where its profile gives one.
     pub power: Vec<Option<DevicePower>>,
-    /// Each device's endurance (full-device writes per GB), where its
-    /// profile gives one.
-    pub endurance: Vec<Option<f64>>,
+    /// Each device's endurance, where its profile gives one.
+    pub endurance: Vec<Option<crate::wear::Endurance>>,
 }
 
 /// A device named `array:NAME` is the disk array NAME

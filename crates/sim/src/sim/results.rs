@@ -34,6 +34,11 @@ pub struct DeviceResult {
     /// capacity in the run (MOST §4.2's DWPD of migration writes; `None`
     /// without a measured interval).
     pub migration_dwpd: Option<f64>,
+    /// MOST §4.2's lifetime under migration, years: the device written at
+    /// its rated drive writes per day plus `migration_dwpd` (`None` when
+    /// its profile gives no warranted endurance).
+    #[serde(default)]
+    pub migration_lifetime_years: Option<f64>,
     /// Bytes written in total.
     pub written_bytes: u64,
     /// Energy over the measured time, J (the TICA paper's equation 2;
@@ -292,6 +297,12 @@ impl Simulator {
                 let purpose = |p: Purpose| {
                     c.write_bytes_by_purpose[p.index()] - s.write_bytes_by_purpose[p.index()]
                 };
+                let capacity_bytes = content.len() as u64 * self.block_size;
+                let migration_dwpd = crate::wear::drive_writes_per_day(
+                    purpose(Purpose::Migrate),
+                    secs,
+                    capacity_bytes,
+                );
                 DeviceResult {
                     name: name.clone(),
                     ops_per_s: ((c.read_ops + c.write_ops) - (s.read_ops + s.write_ops)) as f64
@@ -303,18 +314,16 @@ impl Simulator {
                     admitted_bytes: purpose(Purpose::Admit),
                     flushed_bytes: purpose(Purpose::Flush),
                     migrated_bytes: purpose(Purpose::Migrate),
-                    migration_dwpd: crate::wear::drive_writes_per_day(
-                        purpose(Purpose::Migrate),
-                        secs,
-                        content.len() as u64 * self.block_size,
-                    ),
+                    migration_dwpd,
+                    migration_lifetime_years: endurance
+                        .zip(migration_dwpd)
+                        .and_then(|(e, dwpd)| e.migration_lifetime_years(dwpd)),
                     written_bytes: wb,
                     energy_j: power.map(|p| {
                         p.energy_j(c.read_ops - s.read_ops, c.write_ops - s.write_ops, secs)
                     }),
                     lifetime_years: endurance.and_then(|e| {
-                        let capacity_bytes = content.len() as u64 * self.block_size;
-                        crate::wear::lifetime_years(e, capacity_bytes, wb, secs)
+                        crate::wear::lifetime_years(e.writes_per_gb, capacity_bytes, wb, secs)
                     }),
                 }
             })

@@ -10,6 +10,9 @@
 //! latency; hot data is then promoted again. tiermux forgets an idle
 //! performance device's signals after a second (`DRAINED_NS`) and takes
 //! the lowest interval mean read latency it has shown as its latency.
+//! With `drained_latency = "unloaded"` it drains an idle capacity device
+//! too, to the lowest latency it has shown, where by default that device
+//! keeps the latency it had under load.
 //!
 //! MOST, on a capacity device whose one operation in a quiet interval (a
 //! cleaning write) was slow: with the signal kept, the device looks slower
@@ -165,4 +168,51 @@ fn most_offloads_again_once_an_idle_capacity_device_decays() {
     let (ratio, cap_us) = most_after_a_slow_idle_capacity_device(Some("keep"));
     assert_eq!(ratio, 0.0, "kept signal {cap_us} µs");
     assert!(cap_us > 179.0 * 1.05, "kept signal {cap_us} µs");
+}
+
+/// Colloid+ with `drained_latency` as given (`None`: the default): the
+/// capacity device shows 100 µs unloaded, then 300 µs under load for 40
+/// quanta, then nothing for 10 while the performance device, holding
+/// every hot segment, is loaded at 193 µs. Returns the bytes demoted in
+/// those 10 quanta and the capacity device's latency signal at their end.
+fn colloid_with_an_idle_capacity_device(drained: Option<&str>) -> (f64, f64) {
+    let mut params = Params::new();
+    params.set("segment_blocks", ParamValue::Int(SEGMENT_BLOCKS as i64));
+    if let Some(v) = drained {
+        params.set("drained_latency", ParamValue::Str(v.into()));
+    }
+    let mut d = Dispatcher::new(build_policy("colloid+", &params, &volume(), 1).unwrap(), 1);
+    for block in 0..SLOTS * SEGMENT_BLOCKS {
+        assert!(d.warm(block));
+    }
+    let mut tag = 0;
+    read_hot(&mut d, &mut tag, 1);
+    d.tick(&quantum(1, Some((10_000, 20)), Some((10_000, 100))));
+    for q in 2..42 {
+        read_hot(&mut d, &mut tag, 1);
+        d.tick(&quantum(q, Some((10_000, 193)), Some((10_000, 300))));
+        settle(&mut d);
+    }
+    let before = get(&d, "demoted_bytes");
+    for q in 42..52 {
+        read_hot(&mut d, &mut tag, 1);
+        d.tick(&quantum(q, Some((10_000, 193)), None));
+        settle(&mut d);
+    }
+    (get(&d, "demoted_bytes") - before, get(&d, "latency_cap_us"))
+}
+
+/// By default an idle capacity device keeps the latency it had under
+/// load, so a loaded performance device that looks faster than that keeps
+/// everything. With `drained_latency = "unloaded"` the capacity device is
+/// drained after a second too, its latency is the lowest it has shown
+/// (100 µs), and Colloid+ demotes hot segments to it.
+#[test]
+fn an_idle_capacity_device_drains_to_its_unloaded_latency_when_asked() {
+    let (demoted, cap_us) = colloid_with_an_idle_capacity_device(None);
+    assert_eq!(demoted, 0.0, "capacity signal {cap_us} µs");
+    assert!(cap_us > 193.0, "kept signal {cap_us} µs");
+    let (demoted, cap_us) = colloid_with_an_idle_capacity_device(Some("unloaded"));
+    assert!(demoted > 0.0, "capacity signal {cap_us} µs");
+    assert!(cap_us < 193.0 / 1.05, "drained signal {cap_us} µs");
 }

@@ -25,6 +25,11 @@
 //! its smoothed signals are forgotten, and while it stays idle its latency
 //! is its unloaded read latency, the lowest interval mean read latency it
 //! has shown. An idle capacity device keeps its last latency (below).
+//! With `drained_latency = "unloaded"` either device that completes
+//! nothing for a second is drained, and a drained device's latency is its
+//! unloaded latency as the variant measures it: the lowest interval mean
+//! of single-block reads for `colloid`, of all operations for `colloid+`
+//! and `colloid++`.
 
 use super::hemem::serve;
 use super::tiered::{tiered_policy_methods, Tiered};
@@ -76,6 +81,19 @@ pub const REGISTERED_PLUS_PLUS: Registered = Registered {
 /// the latency it last had, as before.
 const DRAINED_NS: u64 = 1_000_000_000;
 
+/// Which devices count as drained after `DRAINED_NS` without
+/// completions, and what latency a drained device has.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Drained {
+    /// The performance device only, at its lowest interval mean read
+    /// latency (`drained_latency = "perf-read"`, the default).
+    PerfRead,
+    /// Either device, at its unloaded latency as the variant measures it:
+    /// single-block reads, or all operations for the variants that count
+    /// writes (`drained_latency = "unloaded"`).
+    Unloaded,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Shift {
     Expr3,
@@ -118,6 +136,14 @@ fn build(
         },
         _ => Shift::Expr3,
     };
+    let drained = match p
+        .choice("drained_latency", "perf-read", &["perf-read", "unloaded"])
+        .map_err(&e)?
+        .as_str()
+    {
+        "unloaded" => Drained::Unloaded,
+        _ => Drained::PerfRead,
+    };
     let mut latency = LatencySignals::new(vol.devices.len(), alpha);
     latency.set_idle(IdleLatency::from_params(p, IdleLatency::Keep).map_err(&e)?);
     Ok(Box::new(Colloid {
@@ -126,6 +152,7 @@ fn build(
         theta,
         writes: name != "colloid",
         shift,
+        drained,
         t,
     }))
 }
@@ -139,12 +166,17 @@ pub struct Colloid {
     /// Whether latency counts writes (Little's law over all operations).
     writes: bool,
     shift: Shift,
+    drained: Drained,
 }
 
 impl Colloid {
     fn latency_ns(&self, d: &DeviceLatency, drained: bool) -> Option<f64> {
         if drained {
-            d.lowest_read_ns
+            match self.drained {
+                Drained::PerfRead => d.lowest_read_ns,
+                Drained::Unloaded if self.writes => d.lowest_all_ns,
+                Drained::Unloaded => d.lowest_block_read_ns.or(d.lowest_read_ns),
+            }
         } else if self.writes {
             d.little_ns()
         } else {
@@ -171,17 +203,17 @@ impl Colloid {
         }
     }
 
-    /// Whether the performance device has completed nothing for
-    /// `DRAINED_NS`.
-    fn perf_drained(&self) -> bool {
-        self.latency.device(self.t.tiers.perf() as usize).idle_ns >= DRAINED_NS
+    /// Whether device `d` counts as drained: it has completed nothing for
+    /// `DRAINED_NS`, and it is the performance device unless
+    /// `drained_latency` is `unloaded`.
+    fn drained(&self, d: usize) -> bool {
+        let eligible = self.drained == Drained::Unloaded || d == self.t.tiers.perf() as usize;
+        eligible && self.latency.device(d).idle_ns >= DRAINED_NS
     }
 
-    /// Device `d`'s latency, ns: the performance device's unloaded read
-    /// latency once it is drained.
+    /// Device `d`'s latency, ns: its unloaded latency once it is drained.
     fn device_latency_ns(&self, d: usize) -> Option<f64> {
-        let drained = d == self.t.tiers.perf() as usize && self.perf_drained();
-        self.latency_ns(self.latency.device(d), drained)
+        self.latency_ns(self.latency.device(d), self.drained(d))
     }
 }
 
@@ -211,8 +243,10 @@ impl Policy for Colloid {
         self.t.now_ns = obs.now_ns;
         self.latency.observe(obs);
         let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
-        if self.perf_drained() {
-            self.latency.forget(p);
+        for d in [p, h] {
+            if self.drained(d) {
+                self.latency.forget(d);
+            }
         }
         let (perf, cap) = (*self.latency.device(p), *self.latency.device(h));
         let now = obs.now_ns;

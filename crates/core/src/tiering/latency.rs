@@ -101,6 +101,10 @@ pub struct DeviceLatency {
     pub lowest_all_ns: Option<f64>,
     /// The lowest interval mean read latency, ns.
     pub lowest_read_ns: Option<f64>,
+    /// The lowest interval mean latency of single-block reads, ns: the
+    /// device's unloaded read latency as far as it has been seen, free of
+    /// merged requests such as segment moves.
+    pub lowest_block_read_ns: Option<f64>,
     /// How long the device has completed nothing, ns (whole intervals).
     pub idle_ns: u64,
 }
@@ -117,6 +121,11 @@ impl DeviceLatency {
             self.lowest_read_ns = Some(self.lowest_read_ns.map_or(mean, |l| l.min(mean)));
         } else if let (IdleLatency::Unloaded, Some(lowest)) = (idle, self.lowest_read_ns) {
             self.read_ns.update(lowest, alpha);
+        }
+        if d.block_read_ops > 0 {
+            let mean = d.block_read_latency_sum_ns as f64 / d.block_read_ops as f64;
+            self.lowest_block_read_ns =
+                Some(self.lowest_block_read_ns.map_or(mean, |l| l.min(mean)));
         }
         if d.write_ops > 0 {
             self.write_ns
@@ -208,6 +217,7 @@ impl LatencySignals {
         *s = DeviceLatency {
             lowest_all_ns: s.lowest_all_ns,
             lowest_read_ns: s.lowest_read_ns,
+            lowest_block_read_ns: s.lowest_block_read_ns,
             idle_ns: s.idle_ns,
             ..DeviceLatency::default()
         };

@@ -69,15 +69,25 @@ fn get(d: &Dispatcher, name: &str) -> f64 {
     state.iter().find(|(k, _)| *k == name).unwrap().1
 }
 
-/// Colloid empties a slow-looking performance device, and once that
-/// device has been idle for a second promotes the hot segments back.
-fn empties_then_refills(policy: &str) {
+/// `policy` over the test volume with its hot segments on the
+/// performance device, and parameter `name` set to `value` when given.
+fn warmed(policy: &str, name: &str, value: Option<&str>) -> Dispatcher {
     let mut params = Params::new();
     params.set("segment_blocks", ParamValue::Int(SEGMENT_BLOCKS as i64));
+    if let Some(v) = value {
+        params.set(name, ParamValue::Str(v.into()));
+    }
     let mut d = Dispatcher::new(build_policy(policy, &params, &volume(), 1).unwrap(), 1);
     for block in 0..SLOTS * SEGMENT_BLOCKS {
         assert!(d.warm(block));
     }
+    d
+}
+
+/// Colloid empties a slow-looking performance device, and once that
+/// device has been idle for a second promotes the hot segments back.
+fn empties_then_refills(policy: &str) {
+    let mut d = warmed(policy, "drained_latency", None);
     let mut tag = 0;
     // Lightly loaded: the performance device at 20 µs, the capacity
     // device at 100 µs; nothing moves.
@@ -132,15 +142,7 @@ fn an_emptied_performance_device_is_refilled_after_a_second_idle() {
 /// performance device goes from 20 µs to a loaded 179 µs. Returns the
 /// offload ratio and the capacity device's latency signal after 30 quanta.
 fn most_after_a_slow_idle_capacity_device(idle_latency: Option<&str>) -> (f64, f64) {
-    let mut params = Params::new();
-    params.set("segment_blocks", ParamValue::Int(SEGMENT_BLOCKS as i64));
-    if let Some(v) = idle_latency {
-        params.set("idle_latency", ParamValue::Str(v.into()));
-    }
-    let mut d = Dispatcher::new(build_policy("most", &params, &volume(), 1).unwrap(), 1);
-    for block in 0..SLOTS * SEGMENT_BLOCKS {
-        assert!(d.warm(block));
-    }
+    let mut d = warmed("most", "idle_latency", idle_latency);
     let mut tag = 0;
     read_hot(&mut d, &mut tag, 1);
     d.tick(&quantum(1, Some((100, 20)), Some((100, 100))));
@@ -176,15 +178,7 @@ fn most_offloads_again_once_an_idle_capacity_device_decays() {
 /// every hot segment, is loaded at 193 µs. Returns the bytes demoted in
 /// those 10 quanta and the capacity device's latency signal at their end.
 fn colloid_with_an_idle_capacity_device(drained: Option<&str>) -> (f64, f64) {
-    let mut params = Params::new();
-    params.set("segment_blocks", ParamValue::Int(SEGMENT_BLOCKS as i64));
-    if let Some(v) = drained {
-        params.set("drained_latency", ParamValue::Str(v.into()));
-    }
-    let mut d = Dispatcher::new(build_policy("colloid+", &params, &volume(), 1).unwrap(), 1);
-    for block in 0..SLOTS * SEGMENT_BLOCKS {
-        assert!(d.warm(block));
-    }
+    let mut d = warmed("colloid+", "drained_latency", drained);
     let mut tag = 0;
     read_hot(&mut d, &mut tag, 1);
     d.tick(&quantum(1, Some((10_000, 20)), Some((10_000, 100))));

@@ -97,8 +97,12 @@ pub fn tica_table1(name: &str) -> Option<Economics> {
     TICA_TABLE1.iter().copied().find(|e| e.name == name)
 }
 
+/// Days in a year, as the paper's mission time and endurance ratings in
+/// drive writes per day count them.
+pub const DAYS_PER_YEAR: f64 = 365.0;
+
 /// Hours in the year the paper's equation 3 uses as its mission time.
-pub const HOURS_PER_YEAR: f64 = 365.0 * 24.0;
+pub const HOURS_PER_YEAR: f64 = DAYS_PER_YEAR * 24.0;
 
 /// Equation 3: the probability that a device with `mttf_hours` survives
 /// `hours`, failures being exponentially distributed.

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod array;
+mod builtin_profiles;
 pub mod calibrate;
 pub mod disk;
 pub mod economics;

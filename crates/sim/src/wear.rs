@@ -7,7 +7,7 @@
 //! one do not wear out here. Where a profile also gives the warranty
 //! period, a run reports MOST §4.2's lifetime under its migration writes.
 
-use tiermux_device::economics::{endurance_years, HOURS_PER_YEAR};
+use tiermux_device::economics::{endurance_years, DAYS_PER_YEAR, HOURS_PER_YEAR};
 use tiermux_device::lookup_profile;
 
 use crate::config::SimConfig;
@@ -27,7 +27,7 @@ impl Endurance {
     pub fn rated_dwpd(&self) -> Option<f64> {
         let years = self.warranty_years?;
         assert!(years > 0.0, "a warranty of {years} years");
-        Some(self.writes_per_gb / (years * HOURS_PER_YEAR / 24.0))
+        Some(self.writes_per_gb / (years * DAYS_PER_YEAR))
     }
 
     /// MOST §4.2's lifetime under migration: years until the device's
@@ -38,7 +38,7 @@ impl Endurance {
     pub fn migration_lifetime_years(&self, migration_dwpd: f64) -> Option<f64> {
         assert!(migration_dwpd >= 0.0, "{migration_dwpd} DWPD");
         let rated = self.rated_dwpd()?;
-        Some(self.writes_per_gb / ((rated + migration_dwpd) * HOURS_PER_YEAR / 24.0))
+        Some(self.writes_per_gb / ((rated + migration_dwpd) * DAYS_PER_YEAR))
     }
 }
 

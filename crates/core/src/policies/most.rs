@@ -14,7 +14,9 @@
 //! with probability `offloadRatio` (§3.2.2). A write to a mirrored subpage
 //! updates one copy and marks the other invalid (§3.2.4); a background
 //! cleaner rewrites invalid copies of segments whose rewrite distance
-//! (reads per write) is at least `clean_min_rewrite_distance`. When free
+//! (reads per write since the segment was first accessed, from counters
+//! that are never cooled: Table 3's `rewriteReadCounter` and
+//! `rewriteCounter`) is at least `clean_min_rewrite_distance`. When free
 //! capacity falls below `reclaim_free_fraction`, the coldest mirrored
 //! segment drops a copy.
 //!
@@ -28,7 +30,10 @@
 //! that has gone decays instead of holding the offload ratio at 0 for
 //! good (`docs/reproduction.md`, MOST Figure 5; `keep` holds the last
 //! value);
-//! the cleaning threshold is 8 reads per write. `swap_while_offloading`
+//! the cleaning threshold is 8 reads per write; `rewrite_counters =
+//! "cooled"` takes the rewrite distance from HeMem's cooled counts
+//! instead (an earlier reading, under which a write is forgotten within a
+//! few coolings; `docs/reproduction.md`, MOST Figure 7d). `swap_while_offloading`
 //! (default true) lets HeMem's quantum swap segments while the offload
 //! ratio is above 0; false keeps it to promotions into free slots then,
 //! so that under load data moves down only into the mirrored class
@@ -80,6 +85,7 @@ fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, Pol
         mirror_step_segments: 0,
         reclaim_below_segments: 0,
         clean_min_rewrite_distance: None,
+        rewrite_counters_cooled: false,
         swap_while_offloading: true,
         subpages: true,
         whole_copy: BlockMap::default(),
@@ -103,6 +109,7 @@ struct MostSettings {
     mirror_step_mb: f64,
     reclaim_free_fraction: f64,
     clean_min_rewrite_distance: Option<f64>,
+    rewrite_counters_cooled: bool,
     idle_latency: IdleLatency,
     migration_rule: MigrationRule,
     swap_while_offloading: bool,
@@ -120,6 +127,7 @@ const MOST_LIVE_PARAMS: &[&str] = &[
     "reclaim_free_fraction",
     "clean_min_rewrite_distance",
     "cleaning",
+    "rewrite_counters",
     "idle_latency",
     "migration_rule",
     "swap_while_offloading",
@@ -150,6 +158,10 @@ impl MostSettings {
                 "all" => Some(0.0),
                 _ => Some(clean_min),
             },
+            rewrite_counters_cooled: p
+                .choice("rewrite_counters", "lifetime", &["lifetime", "cooled"])
+                .map_err(&e)?
+                == "cooled",
             idle_latency: IdleLatency::from_params(p, IdleLatency::Unloaded).map_err(&e)?,
             migration_rule: match p
                 .choice(
@@ -179,6 +191,9 @@ pub struct Most {
     mirror_step_segments: u32,
     reclaim_below_segments: u64,
     clean_min_rewrite_distance: Option<f64>,
+    /// The rewrite distance from the cooled heat counts, not the
+    /// lifetime ones.
+    rewrite_counters_cooled: bool,
     swap_while_offloading: bool,
     /// Validity tracked per subpage (MOST §3.2.4), or per segment.
     subpages: bool,
@@ -221,6 +236,7 @@ impl Most {
             ((s.mirror_step_mb * 1e6 / self.segment_bytes).ceil() as u32).max(1);
         self.reclaim_below_segments = (s.reclaim_free_fraction * segments).ceil() as u64;
         self.clean_min_rewrite_distance = s.clean_min_rewrite_distance;
+        self.rewrite_counters_cooled = s.rewrite_counters_cooled;
         self.swap_while_offloading = s.swap_while_offloading;
         self.subpages = s.subpages;
     }
@@ -377,14 +393,22 @@ impl Most {
         let Some(min) = self.clean_min_rewrite_distance else {
             return;
         };
+        let cooled = self.rewrite_counters_cooled;
         let t = &mut self.t;
+        let distance = |s: u64| {
+            if cooled {
+                let h = t.heat.heat(s);
+                h.reads as f64 / h.writes.max(1) as f64
+            } else {
+                // An unclean segment has been written since it was
+                // mirrored, so it has a distance.
+                t.heat.rewrite_distance(s).unwrap_or(f64::INFINITY)
+            }
+        };
         let candidates: Vec<u64> = t
             .tiers
             .unclean()
-            .filter(|&s| {
-                let h = t.heat.heat(s);
-                h.reads as f64 >= min * h.writes.max(1) as f64 || min == 0.0
-            })
+            .filter(|&s| min == 0.0 || distance(s) >= min)
             .collect();
         for s in candidates {
             if !t

@@ -10,8 +10,17 @@
 //! counted (HeMem cools lazily the same way). So [`HeatMap::heat`] is exact
 //! at any moment: the counts are those of a map halved eagerly.
 //!
-//! Memory: 16 bytes of counters per segment that has been accessed, plus
-//! the hash table's overhead (about 40 bytes per segment; 20 KiB per GiB
+//! Beside the cooled counts, each segment keeps its reads and writes since
+//! it was first accessed, never halved: MOST's `rewriteReadCounter` and
+//! `rewriteCounter` (64-bit fields of its Table 3, next to the 8-bit read
+//! and write counters), from which its cleaner takes a segment's rewrite
+//! distance, the mean number of reads between two writes (§3.2.4;
+//! [`HeatMap::rewrite_distance`]). Cooled counts forget a write within a
+//! few coolings, so they cannot tell a segment written every 0.1 s from
+//! one written every 30 s once it is read often.
+//!
+//! Memory: 32 bytes of counters per segment that has been accessed, plus
+//! the hash table's overhead (about 40 bytes per segment; 36 KiB per GiB
 //! of 2 MiB segments).
 
 use crate::map::BlockMap;
@@ -28,6 +37,10 @@ struct Counts {
     reads: u32,
     writes: u32,
     epoch: u64,
+    /// Reads since the segment was first accessed, never halved.
+    reads_ever: u64,
+    /// Writes likewise.
+    writes_ever: u64,
 }
 
 impl Counts {
@@ -40,6 +53,7 @@ impl Counts {
             reads: self.reads.checked_shr(halvings).unwrap_or(0),
             writes: self.writes.checked_shr(halvings).unwrap_or(0),
             epoch: now,
+            ..self
         }
     }
 
@@ -116,8 +130,14 @@ impl HeatMap {
         });
         *c = c.cooled(now);
         match op {
-            Op::Read => c.reads = c.reads.saturating_add(n),
-            Op::Write => c.writes = c.writes.saturating_add(n),
+            Op::Read => {
+                c.reads = c.reads.saturating_add(n);
+                c.reads_ever += u64::from(n);
+            }
+            Op::Write => {
+                c.writes = c.writes.saturating_add(n);
+                c.writes_ever += u64::from(n);
+            }
         }
         if c.reads.max(c.writes) > self.cooling_threshold {
             self.epoch += 1;
@@ -130,6 +150,13 @@ impl HeatMap {
         self.counts
             .get(&segment)
             .map_or(Heat::default(), |c| c.cooled(self.epoch).heat())
+    }
+
+    /// `segment`'s rewrite distance: its reads per write since it was
+    /// first accessed (never cooled); `None` before its first write.
+    pub fn rewrite_distance(&self, segment: u64) -> Option<f64> {
+        let c = self.counts.get(&segment)?;
+        (c.writes_ever > 0).then(|| c.reads_ever as f64 / c.writes_ever as f64)
     }
 
     /// True when `segment`'s reads or writes reach the hot threshold.
@@ -157,15 +184,6 @@ impl HeatMap {
     /// Forgets `segment`'s counts (a segment whose data was trimmed).
     pub fn forget(&mut self, segment: u64) {
         self.counts.remove(&segment);
-    }
-
-    /// Drops the counters of segments whose counts have cooled to zero,
-    /// which no longer tell anything; returns how many it dropped.
-    pub fn prune(&mut self) -> usize {
-        let now = self.epoch;
-        let before = self.counts.len();
-        self.counts.retain(|_, c| c.cooled(now).heat().total() > 0);
-        before - self.counts.len()
     }
 
     /// Segments with counters.
@@ -287,16 +305,37 @@ mod tests {
     }
 
     #[test]
-    fn prune_drops_segments_cooled_to_zero() {
+    fn forget_drops_a_segment_and_its_rewrite_counts() {
         let mut h = HeatMap::default();
         h.record(1, Op::Read, 1);
-        h.record(2, Op::Read, 4);
-        h.record(3, Op::Read, 19); // one cooling: 1 → 0, 4 → 2
-        assert_eq!(h.prune(), 1);
-        assert_eq!(h.len(), 2);
-        assert_eq!(h.heat(1), Heat::default());
+        h.record(2, Op::Write, 4);
         h.forget(2);
         assert_eq!(h.len(), 1);
+        assert_eq!(h.heat(2), Heat::default());
+        assert_eq!(h.rewrite_distance(2), None);
+    }
+
+    /// The rewrite distance is reads per write since the first access,
+    /// whatever the coolings did to the counts: a segment written 4 times
+    /// among 1,000 reads is 250 reads per write, where its cooled counts
+    /// have long forgotten the writes.
+    #[test]
+    fn rewrite_distance_survives_cooling() {
+        let mut h = HeatMap::default();
+        assert_eq!(h.rewrite_distance(1), None, "never accessed");
+        h.record(1, Op::Read, 3);
+        assert_eq!(h.rewrite_distance(1), None, "never written");
+        h.record(1, Op::Write, 1);
+        assert_eq!(h.rewrite_distance(1), Some(3.0));
+        for i in 0..997 {
+            h.record(1, Op::Read, 1);
+            if i % 250 == 249 {
+                h.record(1, Op::Write, 1);
+            }
+        }
+        assert!(h.coolings() > 50, "{}", h.coolings());
+        assert_eq!(h.heat(1).writes, 0, "cooled away");
+        assert_eq!(h.rewrite_distance(1), Some(1000.0 / 4.0));
     }
 
     #[test]

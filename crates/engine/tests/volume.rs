@@ -403,8 +403,17 @@ fn held_operations_of_an_emulated_array_complete_and_read_back() {
                 memory: true,
                 backend,
             });
+            // A crash drops every request in flight (up to 32). On real
+            // threads how many are in flight, and how many crashes the
+            // run draws, depend on timing: 127-233 of the 400 requests'
+            // reads were checked over five runs, 100 in one with seven
+            // crashes. Virtual time repeats its run exactly.
+            let min_reads = match backend {
+                Backend::Sim(_) => ops as u64 / 4,
+                Backend::Threads | Backend::Uring => ops as u64 / 8,
+            };
             assert!(
-                out.reads > ops as u64 / 4 && out.fingerprint[2 * home] > 0,
+                out.reads > min_reads && out.fingerprint[2 * home] > 0,
                 "{policy} {backend:?}: {out:?}"
             );
         }

@@ -535,6 +535,7 @@ fn random_value(name: &str, rng: &mut Rng) -> ParamValue {
         "wa_write_hit" => pick(rng, &["update", "invalidate"]),
         "cleaning" => pick(rng, &["selective", "all", "off"]),
         "rewrite_counters" => pick(rng, &["lifetime", "cooled"]),
+        "mirror_growth" => pick(rng, &["above_watermark", "to_maximum"]),
         "idle_latency" => pick(rng, &["keep", "unloaded"]),
         "migration_rule" => pick(rng, &["algorithm1", "away_from_slower"]),
         "heat_unit" => pick(rng, &["request", "block"]),

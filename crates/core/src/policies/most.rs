@@ -18,7 +18,14 @@
 //! that are never cooled: Table 3's `rewriteReadCounter` and
 //! `rewriteCounter`) is at least `clean_min_rewrite_distance`. When free
 //! capacity falls below `reclaim_free_fraction`, the coldest mirrored
-//! segment drops a copy.
+//! segment drops a copy. As the paper prints it, the class grows up to
+//! `mirror_max_fraction` whatever the free capacity (`mirror_growth =
+//! "to_maximum"`), so that on a volume filled to the watermark each
+//! segment copied in is reclaimed at the next quantum, and the class
+//! copies segments without end; `"above_watermark"` grows it only into
+//! free capacity above the watermark, and counts it as at its largest
+//! (Algorithm 1's "mirrored class is maximized") when none is left
+//! (`docs/reproduction.md`, MOST Figure 7a).
 //!
 //! Choices where the paper gives no value, as parameters: the latency is
 //! each device's mean over reads and writes, EWMA-smoothed with
@@ -84,6 +91,7 @@ fn build(p: &Params, vol: &VolumeSpec, seed: u64) -> Result<Box<dyn Policy>, Pol
         mirror_max_segments: 0,
         mirror_step_segments: 0,
         reclaim_below_segments: 0,
+        mirror_growth_to_maximum: true,
         clean_min_rewrite_distance: None,
         rewrite_counters_cooled: false,
         swap_while_offloading: true,
@@ -108,6 +116,7 @@ struct MostSettings {
     mirror_max_fraction: f64,
     mirror_step_mb: f64,
     reclaim_free_fraction: f64,
+    mirror_growth_to_maximum: bool,
     clean_min_rewrite_distance: Option<f64>,
     rewrite_counters_cooled: bool,
     idle_latency: IdleLatency,
@@ -125,6 +134,7 @@ const MOST_LIVE_PARAMS: &[&str] = &[
     "mirror_max_fraction",
     "mirror_step_mb",
     "reclaim_free_fraction",
+    "mirror_growth",
     "clean_min_rewrite_distance",
     "cleaning",
     "rewrite_counters",
@@ -153,6 +163,14 @@ impl MostSettings {
             reclaim_free_fraction: p
                 .f64_in("reclaim_free_fraction", 0.025, 0.0, 1.0)
                 .map_err(&e)?,
+            mirror_growth_to_maximum: p
+                .choice(
+                    "mirror_growth",
+                    "to_maximum",
+                    &["to_maximum", "above_watermark"],
+                )
+                .map_err(&e)?
+                == "to_maximum",
             clean_min_rewrite_distance: match cleaning.as_str() {
                 "off" => None,
                 "all" => Some(0.0),
@@ -190,6 +208,10 @@ pub struct Most {
     mirror_max_segments: u32,
     mirror_step_segments: u32,
     reclaim_below_segments: u64,
+    /// The mirrored class grows up to its maximum whatever the free
+    /// capacity (the paper's reading), not only into free capacity above
+    /// the reclaim watermark.
+    mirror_growth_to_maximum: bool,
     clean_min_rewrite_distance: Option<f64>,
     /// The rewrite distance from the cooled heat counts, not the
     /// lifetime ones.
@@ -235,6 +257,7 @@ impl Most {
         self.mirror_step_segments =
             ((s.mirror_step_mb * 1e6 / self.segment_bytes).ceil() as u32).max(1);
         self.reclaim_below_segments = (s.reclaim_free_fraction * segments).ceil() as u64;
+        self.mirror_growth_to_maximum = s.mirror_growth_to_maximum;
         self.clean_min_rewrite_distance = s.clean_min_rewrite_distance;
         self.rewrite_counters_cooled = s.rewrite_counters_cooled;
         self.swap_while_offloading = s.swap_while_offloading;
@@ -337,7 +360,7 @@ impl Most {
         let (p, h) = (self.t.tiers.perf() as usize, self.t.tiers.home() as usize);
         let lp = self.latency.device(p).all_ns.get();
         let lc = self.latency.device(h).all_ns.get();
-        let full = self.t.tiers.mirrored() >= self.mirror_max_segments;
+        let full = self.mirror_room() == 0;
         // A device not measured yet counts as idle: latency 0, so that a
         // saturated performance device starts offloading, which measures
         // the other one.
@@ -345,13 +368,36 @@ impl Most {
             .tune(lp.unwrap_or(0.0), lc.unwrap_or(0.0), full)
     }
 
+    /// Free capacity, in segments: the volume's segments less those
+    /// accessed and the mirrored ones' second copies.
+    fn free_segments(&self) -> u64 {
+        let tiers = &self.t.tiers;
+        tiers.segments().saturating_sub(tiers.used_segments())
+    }
+
+    /// Segments the mirrored class may still grow by: up to its maximum
+    /// and, unless it grows to the maximum regardless, no further than
+    /// free capacity above the reclaim watermark (a copy made below it
+    /// would be reclaimed at the next quantum).
+    fn mirror_room(&self) -> u32 {
+        let tiers = &self.t.tiers;
+        let below_max = self.mirror_max_segments.saturating_sub(tiers.mirrored());
+        if self.mirror_growth_to_maximum {
+            return below_max;
+        }
+        let above_watermark = self
+            .free_segments()
+            .saturating_sub(self.reclaim_below_segments);
+        below_max.min(u32::try_from(above_watermark).unwrap_or(u32::MAX))
+    }
+
     fn grow_mirror(&mut self, change: MirrorChange, jobs: &mut Vec<Job>) {
+        let room = self.mirror_room();
         let t = &mut self.t;
         let now = t.now_ns;
         match change {
             MirrorChange::None => {}
             MirrorChange::Enlarge => {
-                let room = self.mirror_max_segments.saturating_sub(t.tiers.mirrored());
                 let n = room.min(self.mirror_step_segments) as usize;
                 for (s, _) in ranked(&t.tiers, &t.heat, Class::Performance, n, true) {
                     if !t.migrator.queue(&mut t.tiers, s, Move::Mirror, now, jobs) {
@@ -374,9 +420,8 @@ impl Most {
     /// Drops a copy of the coldest mirrored segments while free capacity
     /// is below the watermark.
     fn reclaim(&mut self, jobs: &mut Vec<Job>) {
+        let free = self.free_segments();
         let t = &mut self.t;
-        let total = t.tiers.segments();
-        let free = total.saturating_sub(t.tiers.used_segments());
         if free >= self.reclaim_below_segments || t.tiers.mirrored() == 0 {
             return;
         }
@@ -497,6 +542,7 @@ impl Policy for Most {
         v.push(("capacity_read_share", self.capacity_share[0]));
         v.push(("capacity_write_share", self.capacity_share[1]));
         v.push(("mirrored_clean_share", self.clean_share));
+        v.push(("free_segments", self.free_segments() as f64));
         v.extend(self.t.state());
         v
     }

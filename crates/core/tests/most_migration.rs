@@ -3,28 +3,10 @@
 //! device is full, a hot capacity segment takes the slot of a colder one,
 //! which moves down to make room (the tiering MOST builds on).
 
-use tiermux_core::observe::DeviceObservation;
-use tiermux_core::{build_policy, Access, Dispatcher, Observation, Op, ParamValue, Params};
+use tiermux_core::{build_policy, Access, Dispatcher, Op, ParamValue, Params};
 
 mod common;
-use common::{settle, volume, SEGMENT_BLOCKS, SLOTS};
-
-/// One quantum in which the devices' mean latencies were `perf_us` and
-/// `cap_us`.
-fn quantum(now_ns: u64, perf_us: u64, cap_us: u64) -> Observation {
-    let device = |us: u64| DeviceObservation {
-        read_ops: 100,
-        read_latency_sum_ns: 100 * us * 1000,
-        latency_sum_ns: 100 * us * 1000,
-        ..Default::default()
-    };
-    Observation {
-        now_ns,
-        interval_ns: 200_000_000,
-        devices: vec![device(perf_us), device(cap_us)],
-        ..Observation::default()
-    }
-}
+use common::{quantum, settle, volume, SEGMENT_BLOCKS, SLOTS};
 
 /// The performance device full of cold segments 0..4 and segment 8 read
 /// hot on the capacity device; then quanta with the given latencies.

@@ -3,32 +3,13 @@
 //! watermark, so that a volume filled to the watermark does not copy
 //! segments into the class only to reclaim them at the next quantum.
 
-use tiermux_core::observe::DeviceObservation;
-use tiermux_core::{build_policy, Access, Dispatcher, Observation, Op, ParamValue, Params};
+use tiermux_core::{build_policy, Access, Dispatcher, Op, ParamValue, Params};
 
 mod common;
-use common::{settle, volume, SEGMENT_BLOCKS};
+use common::{quantum, settle, volume, SEGMENT_BLOCKS};
 
 /// Segments in `common::volume()` (64 blocks).
 const SEGMENTS: u64 = 16;
-
-/// A quantum in which the performance device was ten times slower than
-/// the capacity device, so that Algorithm 1 offloads and, at the maximum
-/// ratio, grows the mirrored class.
-fn overloaded(now_ns: u64) -> Observation {
-    let device = |us: u64| DeviceObservation {
-        read_ops: 100,
-        read_latency_sum_ns: 100 * us * 1000,
-        latency_sum_ns: 100 * us * 1000,
-        ..Default::default()
-    };
-    Observation {
-        now_ns,
-        interval_ns: 200_000_000,
-        devices: vec![device(500), device(50)],
-        ..Observation::default()
-    }
-}
 
 fn get(state: &[(&str, f64)], name: &str) -> f64 {
     state.iter().find(|(k, _)| *k == name).unwrap().1
@@ -62,7 +43,8 @@ fn run(used: u64, hot: u64, growth: &str) -> (f64, f64, f64) {
     let mut most_mirrored: f64 = 0.0;
     for q in 1..=30 {
         access(&mut d, Op::Read, hot);
-        d.tick(&overloaded(q * 200_000_000));
+        // The performance device ten times slower than the capacity device.
+        d.tick(&quantum(q * 200_000_000, 500, 50));
         settle(&mut d);
         let s = d.policy().controller_state();
         assert_eq!(get(&s, "offload_ratio"), 1.0, "{s:?}");

@@ -1,8 +1,12 @@
-//! What the tiering tests share: a small two-device volume and a driver
-//! that completes every operation handed out.
+//! What the tiering tests share: a small two-device volume, a driver
+//! that completes every operation handed out, and quanta of given device
+//! latencies.
 
+#![allow(dead_code)] // each test file uses its own part
+
+use tiermux_core::observe::DeviceObservation;
 use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
-use tiermux_core::Dispatcher;
+use tiermux_core::{Dispatcher, Observation};
 
 /// Blocks per segment in these volumes.
 pub const SEGMENT_BLOCKS: u64 = 4;
@@ -34,5 +38,22 @@ pub fn settle(d: &mut Dispatcher) {
         } else if d.pop_acked().is_none() {
             break;
         }
+    }
+}
+
+/// One 200 ms quantum in which each device completed 100 reads at mean
+/// latencies `perf_us` and `cap_us`.
+pub fn quantum(now_ns: u64, perf_us: u64, cap_us: u64) -> Observation {
+    let device = |us: u64| DeviceObservation {
+        read_ops: 100,
+        read_latency_sum_ns: 100 * us * 1000,
+        latency_sum_ns: 100 * us * 1000,
+        ..Default::default()
+    };
+    Observation {
+        now_ns,
+        interval_ns: 200_000_000,
+        devices: vec![device(perf_us), device(cap_us)],
+        ..Observation::default()
     }
 }

@@ -1,7 +1,9 @@
 //! How far MOST's mirrored class grows (MOST §3.2.3): up to its maximum
-//! share of capacity, and only into free capacity above the reclaim
-//! watermark, so that a volume filled to the watermark does not copy
-//! segments into the class only to reclaim them at the next quantum.
+//! share of capacity; as Algorithm 1 is printed (`mirror_growth =
+//! "to_maximum"`) whatever the free capacity, so that on a full volume
+//! each segment copied in is reclaimed at the next quantum; with
+//! `"above_watermark"` only into free capacity above the reclaim
+//! watermark, so that nothing cycles.
 
 use tiermux_core::{build_policy, Access, Dispatcher, Op, ParamValue, Params};
 

@@ -6,7 +6,7 @@
 use tiermux_core::{build_policy, Access, Dispatcher, Op, ParamValue, Params};
 
 mod common;
-use common::{quantum, settle, volume, SEGMENT_BLOCKS, SLOTS};
+use common::{get, quantum, settle, volume, SEGMENT_BLOCKS, SLOTS};
 
 /// The performance device full of cold segments 0..4 and segment 8 read
 /// hot on the capacity device; then quanta with the given latencies.
@@ -32,10 +32,6 @@ fn run(perf_us: u64, cap_us: u64) -> Vec<(&'static str, f64)> {
         settle(&mut d);
     }
     d.policy().controller_state()
-}
-
-fn get(state: &[(&str, f64)], name: &str) -> f64 {
-    state.iter().find(|(k, _)| *k == name).unwrap().1
 }
 
 #[test]

@@ -3,19 +3,15 @@
 //! "to_maximum"`) whatever the free capacity, so that on a full volume
 //! each segment copied in is reclaimed at the next quantum; with
 //! `"above_watermark"` only into free capacity above the reclaim
-//! watermark, so that nothing cycles.
+//! watermark, so that growing and reclaiming do not take turns.
 
 use tiermux_core::{build_policy, Access, Dispatcher, Op, ParamValue, Params};
 
 mod common;
-use common::{quantum, settle, volume, SEGMENT_BLOCKS};
+use common::{get, quantum, settle, volume, SEGMENT_BLOCKS};
 
 /// Segments in `common::volume()` (64 blocks).
 const SEGMENTS: u64 = 16;
-
-fn get(state: &[(&str, f64)], name: &str) -> f64 {
-    state.iter().find(|(k, _)| *k == name).unwrap().1
-}
 
 /// Writes every block of the first `used` segments, then runs 30
 /// overloaded quanta with reads of the first `hot` segments (the hottest,

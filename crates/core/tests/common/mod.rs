@@ -57,3 +57,12 @@ pub fn quantum(now_ns: u64, perf_us: u64, cap_us: u64) -> Observation {
         ..Observation::default()
     }
 }
+
+/// The value of `name` in a policy's controller state.
+pub fn get(state: &[(&str, f64)], name: &str) -> f64 {
+    state
+        .iter()
+        .find(|(k, _)| *k == name)
+        .unwrap_or_else(|| panic!("no {name} in {state:?}"))
+        .1
+}

@@ -58,7 +58,10 @@ struct KvTable {
     listen: Option<String>,
     /// The DRAM cache's budget ("64MiB").
     dram: Option<String>,
-    /// Share of the volume for the small-object cache.
+    /// Bytes of the volume the flash caches use, from its start ("932MiB";
+    /// default the whole volume).
+    flash: Option<String>,
+    /// Share of the flash caches for the small-object cache.
     soc_share: Option<f64>,
     /// Largest item (encoded bytes) for the small-object cache.
     small_item_max_bytes: Option<u32>,
@@ -85,6 +88,7 @@ impl KvTable {
     fn cache_only(&self) -> Option<&'static str> {
         [
             (self.dram.is_some(), "dram"),
+            (self.flash.is_some(), "flash"),
             (self.soc_share.is_some(), "soc_share"),
             (self.small_item_max_bytes.is_some(), "small_item_max_bytes"),
             (self.region.is_some(), "region"),
@@ -110,8 +114,13 @@ impl KvTable {
     fn cache_config(&self, volume_bytes: u64) -> Result<CacheConfig> {
         let d = CacheConfig::default();
         let region = size("region", &self.region, d.region_bytes as u64)?;
+        let flash_bytes = size("flash", &self.flash, volume_bytes)?;
+        anyhow::ensure!(
+            flash_bytes > 0 && flash_bytes <= volume_bytes && flash_bytes % 4096 == 0,
+            "kv.flash: {flash_bytes} bytes is not a positive multiple of 4096 no larger than the {volume_bytes}-byte volume"
+        );
         Ok(CacheConfig {
-            volume_bytes,
+            volume_bytes: flash_bytes,
             dram_bytes: size("dram", &self.dram, d.dram_bytes)?,
             soc_share: self.soc_share.unwrap_or(d.soc_share),
             small_item_max_bytes: self.small_item_max_bytes.unwrap_or(d.small_item_max_bytes),
@@ -356,6 +365,35 @@ mod tests {
             panic!("a cache")
         };
         assert_eq!(c.region_eviction, RegionEviction::Fifo);
+    }
+
+    #[test]
+    fn the_flash_cache_takes_the_size_given_within_the_volume() {
+        let dir = std::env::temp_dir().join(format!("tiermux-kvflash-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
+        let path = dir.join("flash.toml");
+        let with = |flash: &str| text.replace("[kv]", &format!("[kv]\nflash = \"{flash}\""));
+        std::fs::write(&path, &text).expect("write");
+        let (vol, whole, _) = load(&path, &dir).expect("the example");
+        let MachineConfig::Cache(whole) = whole else {
+            panic!("a cache")
+        };
+        assert_eq!(whole.volume_bytes, vol.size_bytes);
+        std::fs::write(&path, with("16MiB")).expect("write");
+        let (_, part, _) = load(&path, &dir).expect("16MiB");
+        let MachineConfig::Cache(part) = part else {
+            panic!("a cache")
+        };
+        assert_eq!(part.volume_bytes, 16 << 20);
+        for bad in ["1TiB", "4097B", "0B"] {
+            std::fs::write(&path, with(bad)).expect("write");
+            let Err(e) = load(&path, &dir) else {
+                panic!("flash = {bad} was taken")
+            };
+            let err = format!("{e:#}");
+            assert!(err.contains("kv.flash:"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -40,7 +40,13 @@ pub struct KvSpec {
     /// The DRAM cache's budget, bytes.
     #[serde(default = "default_dram_bytes")]
     pub dram_bytes: u64,
-    /// The share of the volume given to the small-object cache.
+    /// Cache: bytes of the volume the flash caches use, from its start
+    /// (CacheLib's `nvmCacheSizeMB`); 0, the default: the whole volume.
+    /// The rest of the volume is free capacity the hierarchy policy may
+    /// use (MOST's mirrored class counts against it).
+    #[serde(default)]
+    pub flash_bytes: u64,
+    /// The share of the flash caches given to the small-object cache.
     #[serde(default = "default_soc_share")]
     pub soc_share: f64,
     /// Items whose encoding is at most this go to the small-object cache.
@@ -179,10 +185,18 @@ fn check(field: &str, ok: bool, message: impl FnOnce() -> String) -> Result<(), 
 }
 
 impl KvSpec {
+    /// Bytes of a volume of `volume_bytes` that the flash caches use.
+    pub fn flash_cache_bytes(&self, volume_bytes: u64) -> u64 {
+        match self.flash_bytes {
+            0 => volume_bytes,
+            n => n,
+        }
+    }
+
     /// The cache over a volume of `volume_bytes`.
     pub fn cache_config(&self, volume_bytes: u64, seed: u64) -> CacheConfig {
         CacheConfig {
-            volume_bytes,
+            volume_bytes: self.flash_cache_bytes(volume_bytes),
             dram_bytes: self.dram_bytes,
             soc_share: self.soc_share,
             small_item_max_bytes: self.small_item_max_bytes,
@@ -349,6 +363,7 @@ impl KvSpec {
                 )
             },
         )?;
+        self.check_flash_bytes(volume_bytes)?;
         let machine = self.machine_config(volume_bytes, 1);
         let valid = match &machine {
             MachineConfig::Cache(c) => c.validate(),
@@ -358,6 +373,28 @@ impl KvSpec {
         self.check_sizes(Machine::new(machine).expect("validated"))?;
         self.check_mix()?;
         self.check_cpu()
+    }
+
+    /// `flash_bytes`: a cache setting, whole 4 KiB blocks, within the
+    /// volume.
+    fn check_flash_bytes(&self, volume_bytes: u64) -> Result<(), ConfigError> {
+        if self.flash_bytes == 0 {
+            return Ok(());
+        }
+        check("flash_bytes", !self.is_store(), || {
+            "applies to the cache; a store uses the whole volume".into()
+        })?;
+        check(
+            "flash_bytes",
+            self.flash_bytes.is_multiple_of(tiermux_kv::BLOCK_BYTES)
+                && self.flash_bytes <= volume_bytes,
+            || {
+                format!(
+                    "{} is not a multiple of 4096 no larger than the {volume_bytes}-byte volume",
+                    self.flash_bytes
+                )
+            },
+        )
     }
 
     /// Key and value sizes: within the item format, and the largest

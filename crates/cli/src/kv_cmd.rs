@@ -115,10 +115,8 @@ impl KvTable {
         let d = CacheConfig::default();
         let region = size("region", &self.region, d.region_bytes as u64)?;
         let flash_bytes = size("flash", &self.flash, volume_bytes)?;
-        anyhow::ensure!(
-            flash_bytes > 0 && flash_bytes <= volume_bytes && flash_bytes % 4096 == 0,
-            "kv.flash: {flash_bytes} bytes is not a positive multiple of 4096 no larger than the {volume_bytes}-byte volume"
-        );
+        tiermux_kv::cache::check_flash_bytes(flash_bytes, volume_bytes)
+            .map_err(|problem| anyhow::anyhow!("kv.flash: {problem}"))?;
         Ok(CacheConfig {
             volume_bytes: flash_bytes,
             dram_bytes: size("dram", &self.dram, d.dram_bytes)?,

@@ -85,6 +85,19 @@ fn bad(field: &'static str, problem: impl Into<String>) -> ConfigError {
     }
 }
 
+/// Checks that a flash cache of `flash_bytes` fits a volume of
+/// `volume_bytes`: whole 4 KiB blocks, at least one, no more than the
+/// volume. The caller names its own setting in the error.
+pub fn check_flash_bytes(flash_bytes: u64, volume_bytes: u64) -> Result<(), String> {
+    if flash_bytes > 0 && flash_bytes.is_multiple_of(BLOCK_BYTES) && flash_bytes <= volume_bytes {
+        Ok(())
+    } else {
+        Err(format!(
+            "{flash_bytes} bytes is not a positive multiple of 4096 no larger than the {volume_bytes}-byte volume"
+        ))
+    }
+}
+
 impl CacheConfig {
     /// Bytes of the small-object cache (whole buckets).
     pub fn soc_bytes(&self) -> u64 {
@@ -525,6 +538,23 @@ impl Cache {
         }
         if let Some(loc) = self.loc.as_mut() {
             self.stats.to_loc += loc.insert(key, it.value, it.expires_at_ms, &mut self.io) as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_flash_bytes;
+
+    #[test]
+    fn a_flash_cache_is_whole_blocks_within_the_volume() {
+        let volume_bytes = 1 << 30;
+        for ok in [4096, 1 << 20, volume_bytes] {
+            assert_eq!(check_flash_bytes(ok, volume_bytes), Ok(()), "{ok}");
+        }
+        for bad in [0, 4095, 4097, volume_bytes + 4096] {
+            let problem = check_flash_bytes(bad, volume_bytes).unwrap_err();
+            assert!(problem.starts_with(&format!("{bad} bytes")), "{problem}");
         }
     }
 }

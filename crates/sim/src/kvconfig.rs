@@ -384,17 +384,8 @@ impl KvSpec {
         check("flash_bytes", !self.is_store(), || {
             "applies to the cache; a store uses the whole volume".into()
         })?;
-        check(
-            "flash_bytes",
-            self.flash_bytes.is_multiple_of(tiermux_kv::BLOCK_BYTES)
-                && self.flash_bytes <= volume_bytes,
-            || {
-                format!(
-                    "{} is not a multiple of 4096 no larger than the {volume_bytes}-byte volume",
-                    self.flash_bytes
-                )
-            },
-        )
+        tiermux_kv::cache::check_flash_bytes(self.flash_bytes, volume_bytes)
+            .map_err(|problem| ConfigError::new("kv.flash_bytes", problem))
     }
 
     /// Key and value sizes: within the item format, and the largest

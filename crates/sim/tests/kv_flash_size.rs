@@ -66,11 +66,6 @@ fn a_flash_cache_smaller_than_the_volume_leaves_the_rest_free() {
     let quarter_bytes = VOLUME_SEGMENTS / 4 * SEGMENT_BLOCKS * BLOCK_BYTES;
     let quarter = most_kv_run(quarter_bytes);
     let mirror_max = (VOLUME_SEGMENTS / 5) as f64;
-    eprintln!(
-        "free segments: whole {}, quarter {}",
-        free_segments(&whole),
-        free_segments(&quarter)
-    );
     let untouched = (VOLUME_SEGMENTS - VOLUME_SEGMENTS / 4) as f64;
     assert!(
         free_segments(&whole) <= mirror_max,

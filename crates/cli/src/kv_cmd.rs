@@ -80,7 +80,8 @@ struct KvTable {
     /// Store: checkpoint after this much log ("64MiB"; default an eighth
     /// of the log).
     checkpoint_every: Option<String>,
-    /// Store: the largest log write ("1MiB").
+    /// The largest device write ("1MiB"): a store's log write, or a piece
+    /// of a cache's region write.
     max_write: Option<String>,
 }
 
@@ -105,7 +106,6 @@ impl KvTable {
         [
             (self.index.is_some(), "index"),
             (self.checkpoint_every.is_some(), "checkpoint_every"),
-            (self.max_write.is_some(), "max_write"),
         ]
         .into_iter()
         .find_map(|(set, name)| set.then_some(name))
@@ -124,6 +124,12 @@ impl KvTable {
             small_item_max_bytes: self.small_item_max_bytes.unwrap_or(d.small_item_max_bytes),
             region_bytes: u32::try_from(region).context("kv.region: larger than 4 GiB")?,
             region_buffers: self.region_buffers.unwrap_or(d.region_buffers),
+            max_write_bytes: u32::try_from(size(
+                "max_write",
+                &self.max_write,
+                d.max_write_bytes as u64,
+            )?)
+            .context("kv.max_write: larger than 4 GiB")?,
             trim_regions: self.trim_regions.unwrap_or(d.trim_regions),
             region_eviction: match self.region_eviction.as_deref() {
                 None => d.region_eviction,

@@ -37,8 +37,15 @@ pub struct CacheConfig {
     pub small_item_max_bytes: u32,
     /// Bytes of a large-object region.
     pub region_bytes: u32,
-    /// Regions held in DRAM at once: the open one and those being written.
+    /// Regions held in DRAM at once: the open one and those being written
+    /// (CacheLib's in-memory buffers, two per clean region it keeps; one
+    /// clean region by default, so two).
     pub region_buffers: u32,
+    /// The largest write of a region's flush; a region is written in
+    /// pieces of this size, one after another, as CacheLib's navy does
+    /// (`deviceMaxWriteSize`, 1 MiB in CacheBench). 0: the whole region
+    /// in one write.
+    pub max_write_bytes: u32,
     /// Discard (TRIM) each evicted region on the volume before reusing it.
     pub trim_regions: bool,
     /// Which large-object region is evicted when a clean one is needed.
@@ -59,7 +66,8 @@ impl Default for CacheConfig {
             soc_share: 1.0 / 3.0,
             small_item_max_bytes: 2048,
             region_bytes: 1 << 20,
-            region_buffers: 4,
+            region_buffers: 2,
+            max_write_bytes: 1 << 20,
             trim_regions: true,
             region_eviction: RegionEviction::Lru,
             insert_queue_bytes: 256 << 20,
@@ -162,6 +170,15 @@ impl CacheConfig {
         if self.region_buffers == 0 {
             return Err(bad("region_buffers", "must be at least 1"));
         }
+        if !(self.max_write_bytes as u64).is_multiple_of(BLOCK_BYTES) {
+            return Err(bad(
+                "max_write_bytes",
+                format!(
+                    "{} is not a multiple of 4096 (or 0, a region in one write)",
+                    self.max_write_bytes
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -249,6 +266,7 @@ impl Cache {
                 cfg.insert_queue_bytes,
                 cfg.region_eviction,
             )
+            .with_max_write_bytes(cfg.max_write_bytes)
         });
         Ok(Cache {
             dram: Dram::new(cfg.dram_bytes),

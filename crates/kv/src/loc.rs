@@ -1,7 +1,8 @@
 //! The Large Object Cache: CacheLib's BlockCache. The volume range is cut
 //! into regions; items are appended to the open region's buffer in DRAM,
-//! a full region is written in one request, and a DRAM index maps each
-//! key's hash to its place. A pool of clean regions is kept ready (as
+//! a full region is written in pieces of at most `max_write_bytes`, each
+//! issued when the one before completes (as navy's `Device::write` does),
+//! and a DRAM index maps each key's hash to its place. A pool of clean regions is kept ready (as
 //! CacheLib's reclaim does): when it runs low, a sealed region is evicted
 //! whole, its items leave the index, and, with `trim_regions`, its bytes
 //! are discarded on the volume (a TRIM) before it is reused, so that the
@@ -107,7 +108,11 @@ struct Waiting {
 
 #[derive(Clone, Debug)]
 enum Pending {
-    Flush(u32),
+    /// A region's write, `done` of its bytes written before this request.
+    Flush {
+        region: u32,
+        done: usize,
+    },
     Trim(u32),
     Read {
         region: u32,
@@ -154,6 +159,9 @@ pub struct Loc {
     trimming: u32,
     trim_regions: bool,
     max_buffers: u32,
+    /// The largest write a region's flush issues; the next one waits for
+    /// it (0: the whole region in one write).
+    max_write_bytes: u32,
     flushing: u32,
     ios: HashMap<IoId, Pending>,
     /// Inserts waiting for a region, oldest first; cancelled ones stay
@@ -212,6 +220,7 @@ impl Loc {
             trimming: 0,
             trim_regions,
             max_buffers,
+            max_write_bytes: 0,
             flushing: 0,
             ios: HashMap::new(),
             waiting: VecDeque::new(),
@@ -221,6 +230,16 @@ impl Loc {
             next_seq: 0,
             stats: LocStats::default(),
         }
+    }
+
+    /// Writes each region in requests of at most `max_write_bytes` (a
+    /// multiple of 4096), one after another, as CacheLib's navy writes a
+    /// region in `deviceMaxWriteSize` pieces (1 MiB in CacheBench); 0
+    /// writes the whole region at once.
+    pub fn with_max_write_bytes(mut self, max_write_bytes: u32) -> Loc {
+        assert!((max_write_bytes as u64).is_multiple_of(BLOCK_BYTES));
+        self.max_write_bytes = max_write_bytes;
+        self
     }
 
     /// Counters so far.
@@ -442,18 +461,36 @@ impl Loc {
         let mut data = std::mem::take(&mut region.buf);
         data.resize(blocks_len, 0);
         let data = Bytes::from(data);
-        region.written = data.clone();
+        region.written = data;
         region.state = State::Flushing;
         self.flushing += 1;
+        self.stats.region_writes += 1;
+        self.write_piece(r, 0, io);
+    }
+
+    /// Bytes of region `r`'s write from `done` that one request carries.
+    fn piece_bytes(&self, r: u32, done: usize) -> usize {
+        let left = self.regions[r as usize].written.len() - done;
+        assert!(left > 0 && done.is_multiple_of(BLOCK_BYTES as usize));
+        match self.max_write_bytes {
+            0 => left,
+            max => (max as usize).min(left),
+        }
+    }
+
+    /// Issues the write of region `r`'s bytes from `done` on, as much of
+    /// them as one request may carry.
+    fn write_piece(&mut self, r: u32, done: usize, io: &mut IoQueue) {
+        let len = self.piece_bytes(r, done);
+        let data = self.regions[r as usize].written.slice(done..done + len);
         let id = io.push(
-            self.region_offset(r),
+            self.region_offset(r) + done as u64,
             IoKind::Write {
                 data,
                 durable: false,
             },
         );
-        self.stats.region_writes += 1;
-        self.ios.insert(id, Pending::Flush(r));
+        self.ios.insert(id, Pending::Flush { region: r, done });
     }
 
     /// Appends what waits and writes the open region now (for a shutdown
@@ -528,7 +565,13 @@ impl Loc {
         };
         self.stats.io_errors += result.is_err() as u64;
         match p {
-            Pending::Flush(r) => {
+            Pending::Flush { region: r, done } => {
+                let end = done + self.piece_bytes(r, done);
+                if result.is_ok() && end < self.regions[r as usize].written.len() {
+                    self.write_piece(r, end, io);
+                    return true;
+                }
+                // A piece that failed ends the flush: the region is dropped.
                 self.flushing -= 1;
                 let region = &mut self.regions[r as usize];
                 region.written = Bytes::new();
@@ -746,5 +789,59 @@ mod tests {
         assert!(loc.insert(Bytes::from_static(b"a"), value(1), 0, &mut io));
         assert!(!loc.insert(Bytes::from_static(b"b"), value(2), 0, &mut io));
         assert_eq!((loc.stats().queued, loc.stats().dropped), (0, 1));
+    }
+}
+
+#[cfg(test)]
+mod piece_tests {
+    use super::*;
+
+    /// Four regions of 64 KiB written in pieces of 16 KiB, two buffers;
+    /// thirteen 5,000-byte items fill the first region, and the
+    /// fourteenth seals it.
+    fn sealed_first_region() -> (Loc, IoQueue) {
+        let mut loc = Loc::new(0, 64 << 10, 4, 2, false, 1 << 20, RegionEviction::Lru)
+            .with_max_write_bytes(16 << 10);
+        let mut io = IoQueue::default();
+        for k in 0..14u8 {
+            assert!(loc.insert(
+                Bytes::from(vec![b'k', k]),
+                Bytes::from(vec![k; 5000]),
+                0,
+                &mut io
+            ));
+        }
+        assert_eq!(loc.stats().region_writes, 1);
+        (loc, io)
+    }
+
+    #[test]
+    fn a_region_is_written_one_piece_after_another() {
+        let (mut loc, mut io) = sealed_first_region();
+        let mut offsets = Vec::new();
+        while let Some(req) = io.pop() {
+            assert!(io.pop().is_none(), "one piece in flight at a time");
+            assert_eq!(req.len_bytes(), 16 << 10);
+            offsets.push(req.offset);
+            let mut found = Vec::new();
+            loc.lookup(1, Bytes::from_static(b"k\x00"), &mut io, &mut found);
+            assert!(found[0].item.is_some(), "answered from the buffer");
+            io.completed();
+            assert!(loc.complete(req.id, Ok(&[]), &mut io, &mut found));
+        }
+        assert_eq!(offsets, [0, 16 << 10, 32 << 10, 48 << 10]);
+        assert_eq!(loc.regions[0].state, State::Sealed);
+    }
+
+    #[test]
+    fn a_failed_piece_ends_the_write_and_drops_the_region() {
+        let (mut loc, mut io) = sealed_first_region();
+        let first = io.pop().unwrap();
+        io.completed();
+        let mut found = Vec::new();
+        assert!(loc.complete(first.id, Err(5), &mut io, &mut found));
+        assert!(io.pop().is_none(), "no piece after a failure");
+        assert!(!loc.contains(b"k\x00"), "the region's items are gone");
+        assert!(loc.contains(b"k\x0d"), "the open region's stay");
     }
 }

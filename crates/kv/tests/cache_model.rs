@@ -194,6 +194,8 @@ fn small_config(generation: u64) -> CacheConfig {
         small_item_max_bytes: 2048,
         region_bytes: 256 << 10,
         region_buffers: if generation.is_multiple_of(3) { 3 } else { 1 },
+        // A region written whole, or in pieces of 64 KiB.
+        max_write_bytes: [0, 64 << 10][generation as usize % 2],
         trim_regions: generation.is_multiple_of(2),
         region_eviction: if generation % 4 < 2 {
             RegionEviction::Lru

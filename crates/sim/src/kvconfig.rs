@@ -20,14 +20,16 @@ pub struct KvSpec {
     /// "cache" (CacheLib's shape) or "store" (Orthus-KV's: a value log and
     /// a key index; misses do not happen, expiry and lookaside do not
     /// apply). The DRAM and object-cache settings are the cache's; the
-    /// store's are `index_bytes` and `max_write_bytes`.
+    /// store's are `index_bytes` and the scans.
     #[serde(default = "default_mode")]
     pub mode: String,
     /// Store: bytes of each key-index checkpoint slot (0: a sixteenth of
     /// the volume).
     #[serde(default)]
     pub index_bytes: u64,
-    /// Store: bytes of the largest log write (a group commit).
+    /// Bytes of the largest device write: a store's log write (a group
+    /// commit), or a piece of a cache's region write (CacheBench's
+    /// `deviceMaxWriteSize`; the pieces go one after another).
     #[serde(default = "default_max_write_bytes")]
     pub max_write_bytes: u32,
     /// Store: share of commands that SCAN `scan_length` keys from a key of
@@ -202,6 +204,7 @@ impl KvSpec {
             small_item_max_bytes: self.small_item_max_bytes,
             region_bytes: self.region_bytes,
             region_buffers: self.region_buffers,
+            max_write_bytes: self.max_write_bytes,
             trim_regions: self.trim_regions,
             region_eviction: RegionEviction::from_name(&self.region_eviction).unwrap_or_default(),
             insert_queue_bytes: self.insert_queue_bytes,

@@ -562,7 +562,24 @@ impl Cache {
 
 #[cfg(test)]
 mod tests {
-    use super::check_flash_bytes;
+    use super::{check_flash_bytes, CacheConfig};
+
+    #[test]
+    fn a_region_write_piece_is_whole_blocks() {
+        for (max_write_bytes, ok) in [(0, true), (4096, true), (1 << 20, true), (1000, false)] {
+            let cfg = CacheConfig {
+                max_write_bytes,
+                ..CacheConfig::default()
+            };
+            match cfg.validate() {
+                Ok(()) => assert!(ok, "{max_write_bytes} taken"),
+                Err(e) => assert!(
+                    !ok && e.field == "max_write_bytes",
+                    "{max_write_bytes}: {e}"
+                ),
+            }
+        }
+    }
 
     #[test]
     fn a_flash_cache_is_whole_blocks_within_the_volume() {

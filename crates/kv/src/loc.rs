@@ -2,11 +2,12 @@
 //! into regions; items are appended to the open region's buffer in DRAM,
 //! a full region is written in pieces of at most `max_write_bytes`, each
 //! issued when the one before completes (as navy's `Device::write` does),
-//! and a DRAM index maps each key's hash to its place. A pool of clean regions is kept ready (as
-//! CacheLib's reclaim does): when it runs low, a sealed region is evicted
-//! whole, its items leave the index, and, with `trim_regions`, its bytes
-//! are discarded on the volume (a TRIM) before it is reused, so that the
-//! volume sees the next write there as new data. Which region goes is
+//! and a DRAM index maps each key's hash to its place. A pool of clean
+//! regions is kept ready (as CacheLib's reclaim does): when it runs low,
+//! a sealed region is evicted whole, its items leave the index, and, with
+//! `trim_regions`, its bytes are discarded on the volume (a TRIM) before
+//! it is reused, so that the volume sees the next write there as new
+//! data. Which region goes is
 //! [`RegionEviction`]'s choice: by default the least recently read, as
 //! CacheLib's region LRU (its default, `blockCacheLru`) moves a region to
 //! the head of its list on every lookup it answers; or the oldest written

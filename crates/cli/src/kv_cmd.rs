@@ -350,21 +350,21 @@ mod tests {
 
     #[test]
     fn an_unknown_region_eviction_is_named() {
-        let dir = std::env::temp_dir().join(format!("tiermux-kvev-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let scratch = tempfile::tempdir().expect("dir");
+        let dir = scratch.path();
         let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
         let path = dir.join("bad.toml");
         let bad = text.replace("region_eviction = \"lru\"", "region_eviction = \"lfu\"");
         assert_ne!(bad, text, "the example sets region_eviction");
         std::fs::write(&path, bad).expect("write");
-        let Err(e) = load(&path, &dir) else {
+        let Err(e) = load(&path, dir) else {
             panic!("an eviction named lfu was taken")
         };
         let err = format!("{e:#}");
         assert!(err.contains("kv.region_eviction: 'lfu'"), "{err}");
         let fifo = text.replace("region_eviction = \"lru\"", "region_eviction = \"fifo\"");
         std::fs::write(&path, fifo).expect("write");
-        let (_, cache, _) = load(&path, &dir).expect("fifo");
+        let (_, cache, _) = load(&path, dir).expect("fifo");
         let MachineConfig::Cache(c) = cache else {
             panic!("a cache")
         };
@@ -373,26 +373,26 @@ mod tests {
 
     #[test]
     fn the_flash_cache_takes_the_size_given_within_the_volume() {
-        let dir = std::env::temp_dir().join(format!("tiermux-kvflash-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let scratch = tempfile::tempdir().expect("dir");
+        let dir = scratch.path();
         let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
         let path = dir.join("flash.toml");
         let with = |flash: &str| text.replace("[kv]", &format!("[kv]\nflash = \"{flash}\""));
         std::fs::write(&path, &text).expect("write");
-        let (vol, whole, _) = load(&path, &dir).expect("the example");
+        let (vol, whole, _) = load(&path, dir).expect("the example");
         let MachineConfig::Cache(whole) = whole else {
             panic!("a cache")
         };
         assert_eq!(whole.volume_bytes, vol.size_bytes);
         std::fs::write(&path, with("16MiB")).expect("write");
-        let (_, part, _) = load(&path, &dir).expect("16MiB");
+        let (_, part, _) = load(&path, dir).expect("16MiB");
         let MachineConfig::Cache(part) = part else {
             panic!("a cache")
         };
         assert_eq!(part.volume_bytes, 16 << 20);
         for bad in ["1TiB", "4097B", "0B"] {
             std::fs::write(&path, with(bad)).expect("write");
-            let Err(e) = load(&path, &dir) else {
+            let Err(e) = load(&path, dir) else {
                 panic!("flash = {bad} was taken")
             };
             let err = format!("{e:#}");
@@ -402,8 +402,8 @@ mod tests {
 
     #[test]
     fn a_setting_of_the_other_mode_is_named() {
-        let dir = std::env::temp_dir().join(format!("tiermux-kvcfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let scratch = tempfile::tempdir().expect("dir");
+        let dir = scratch.path();
         let text = std::fs::read_to_string(example("kv-store.toml")).expect("example");
         for (from, to, says) in [
             (
@@ -429,7 +429,7 @@ mod tests {
         ] {
             let path = dir.join("bad.toml");
             std::fs::write(&path, text.replace(from, to)).expect("write");
-            let Err(e) = load(&path, &dir) else {
+            let Err(e) = load(&path, dir) else {
                 panic!("{to} was taken")
             };
             let err = format!("{e:#}");

@@ -240,5 +240,4 @@ fn a_stop_with_an_idle_client_connected_ends_the_server() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -14,7 +14,8 @@ const T0: u64 = 128_166_372_000_000_000;
 /// An MSR Cambridge trace of `n` 4 KiB reads of distinct, scattered
 /// pages, one every `gap_ms`; returns its path.
 fn msr_reads(name: &str, n: u64, gap_ms: u64) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tiermux-trace-run-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tiermux-trace-run-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.csv"));
     let text: String = (0..n)

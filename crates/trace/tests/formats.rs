@@ -13,7 +13,8 @@ use tiermux_trace::{BlockTrace, Request};
 const SECOND_NS: u64 = 1_000_000_000;
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tiermux-formats-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tiermux-formats-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

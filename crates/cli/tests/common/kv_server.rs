@@ -2,7 +2,7 @@
 //! drive it with.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 /// A running server, killed when dropped.
@@ -50,12 +50,33 @@ pub fn serve_with(dir: &Path, config: &str, extra: &[&str]) -> Served {
     Served { child, port }
 }
 
-/// A fresh directory for one test.
-pub fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tiermux-kv-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A fresh directory for one test, removed when the test ends; kept, and
+/// its path printed, when the test fails, for the server's log.
+pub struct TestDir(Option<tempfile::TempDir>);
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.as_ref().expect("the directory until drop").path()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let dir = self.0.take().expect("dropped once");
+        if std::thread::panicking() {
+            eprintln!("the failed test's directory: {}", dir.keep().display());
+        }
+    }
+}
+
+/// A fresh directory for one test, named for it.
+pub fn tempdir(name: &str) -> TestDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("tiermux-kv-{name}-"))
+        .tempdir()
+        .expect("temp dir");
+    TestDir(Some(dir))
 }
 
 /// Whether redis-benchmark and python3-redis are here; panics if not,

@@ -24,7 +24,11 @@
 //! by its own Zipfian frequency (`write_zipf_theta`). Popular read pages
 //! and popular write pages are scattered over the volume by two
 //! different permutations. Arrivals are Poisson with mean gap
-//! `mean_interarrival_us`.
+//! `mean_interarrival_us`; with `burst_mean_requests` above 0 they come
+//! in bursts of that many requests on average (a geometric count), each
+//! burst followed by an idle gap, exponential with mean `burst_idle_us`
+//! (an on/off source: a block trace's busy periods and the idle time
+//! between them).
 
 use anyhow::{bail, Context, Result};
 use tiermux_core::rng::{splitmix64, Rng};
@@ -72,8 +76,13 @@ pub struct SynthSpec {
     pub write_streams: u64,
     /// Mean bytes a write stream writes before it moves elsewhere.
     pub write_stream_mean_bytes: u64,
-    /// Mean time between requests, µs.
+    /// Mean time between requests, µs (within a burst, when there are
+    /// bursts).
     pub mean_interarrival_us: f64,
+    /// Mean requests per burst; 0 for Poisson arrivals with no bursts.
+    pub burst_mean_requests: f64,
+    /// Mean idle time after a burst, µs.
+    pub burst_idle_us: f64,
     /// Random seed.
     pub seed: u64,
 }
@@ -176,6 +185,8 @@ impl SynthSpec {
             write_streams: 4,
             write_stream_mean_bytes: 1 << 20,
             mean_interarrival_us: 1000.0,
+            burst_mean_requests: 0.0,
+            burst_idle_us: 0.0,
             seed: 1,
         }
     }
@@ -211,8 +222,10 @@ impl SynthSpec {
             "write_streams" => self.write_streams = int()?,
             "write_stream_mean_bytes" => self.write_stream_mean_bytes = int()?,
             "mean_interarrival_us" => self.mean_interarrival_us = float()?,
+            "burst_mean_requests" => self.burst_mean_requests = float()?,
+            "burst_idle_us" => self.burst_idle_us = float()?,
             "seed" => self.seed = int()?,
-            _ => bail!("unknown trace parameter '{key}' (known: requests, working_set_bytes, page_bytes, write_ratio, read_zipf_theta, read_host_cache_pages, write_zipf_theta, write_rewrite_probability, write_rewrite_mean_distance, write_update_max_bytes, read_sequential_probability, write_sequential_probability, write_streams, write_stream_mean_bytes, mean_interarrival_us, seed)"),
+            _ => bail!("unknown trace parameter '{key}' (known: requests, working_set_bytes, page_bytes, write_ratio, read_zipf_theta, read_host_cache_pages, write_zipf_theta, write_rewrite_probability, write_rewrite_mean_distance, write_update_max_bytes, read_sequential_probability, write_sequential_probability, write_streams, write_stream_mean_bytes, mean_interarrival_us, burst_mean_requests, burst_idle_us, seed)"),
         }
         Ok(())
     }
@@ -265,6 +278,13 @@ impl SynthSpec {
         ) {
             bail!("write_rewrite_mean_distance must be at least 1 and mean_interarrival_us non-negative");
         }
+        let bursts = self.burst_mean_requests;
+        if !(bursts == 0.0 || (1.0..=1e12).contains(&bursts)) {
+            bail!("burst_mean_requests: {bursts} is neither 0 (no bursts) nor in [1, 1e12]");
+        }
+        if !(0.0..=1e15).contains(&self.burst_idle_us) {
+            bail!("burst_idle_us: {} is not in [0, 1e15]", self.burst_idle_us);
+        }
         if self.write_streams == 0 || self.write_streams > MAX_WRITE_STREAMS {
             bail!(
                 "write_streams: {} is not in 1..={MAX_WRITE_STREAMS}",
@@ -313,6 +333,9 @@ struct Generator<'a> {
     /// The next byte of each write stream.
     streams: Vec<u64>,
     time_us: f64,
+    /// Draws the ends of bursts and their idle gaps apart from `rng`, so
+    /// that bursts move requests in time and change nothing else.
+    bursts: Rng,
 }
 
 impl<'a> Generator<'a> {
@@ -346,6 +369,7 @@ impl<'a> Generator<'a> {
             next_read: 0,
             streams,
             time_us: 0.0,
+            bursts: Rng::new(splitmix64(spec.seed ^ 0xb0a5_7000)),
         }
     }
 
@@ -436,6 +460,9 @@ impl<'a> Generator<'a> {
             (Op::Write, None) => self.remember_write(offset_bytes),
         }
         self.time_us += self.rng.exponential(s.mean_interarrival_us);
+        if s.burst_mean_requests > 0.0 && self.bursts.next_f64() * s.burst_mean_requests < 1.0 {
+            self.time_us += self.bursts.exponential(s.burst_idle_us);
+        }
         Request {
             time_ns: (self.time_us * 1_000.0) as u64,
             volume: 0,
@@ -575,6 +602,51 @@ mod tests {
         assert_eq!(
             spec.generate().unwrap_err().to_string(),
             "write_streams: 0 is not in 1..=65536"
+        );
+    }
+
+    /// Bursts: gaps within a burst keep `mean_interarrival_us`, a burst
+    /// ends after `burst_mean_requests` on average, and the idle gaps
+    /// after bursts add `burst_idle_us` each; with no bursts the trace is
+    /// the Poisson one, request for request.
+    #[test]
+    fn bursts_come_and_go_at_their_means() {
+        let mut spec = SynthSpec::preset("ts_0").unwrap();
+        spec.requests = 200_000;
+        let poisson = spec.generate().unwrap();
+        spec.burst_mean_requests = 100.0;
+        spec.burst_idle_us = 80_000.0;
+        spec.mean_interarrival_us = 200.0;
+        let bursty = spec.generate().unwrap();
+        let gaps: Vec<f64> = bursty
+            .requests
+            .windows(2)
+            .map(|w| (w[1].time_ns - w[0].time_ns) as f64 / 1e3)
+            .collect();
+        // Idle gaps: those far beyond an in-burst gap's exponential tail.
+        let idle = gaps.iter().filter(|&&g| g > 5_000.0).count() as f64;
+        let want = gaps.len() as f64 / 100.0;
+        assert!(
+            (idle / want - 1.0).abs() < 0.1,
+            "{idle} idle gaps, {want} expected"
+        );
+        let span_us = bursty.requests.last().unwrap().time_ns as f64 / 1e3;
+        let mean_gap = span_us / gaps.len() as f64;
+        assert!(
+            (mean_gap / 1000.0 - 1.0).abs() < 0.05,
+            "mean gap {mean_gap} us"
+        );
+        // The requests themselves are the same: only their times move.
+        let place = |r: &Request| (r.op, r.offset_bytes, r.size_bytes);
+        assert!(poisson
+            .requests
+            .iter()
+            .zip(&bursty.requests)
+            .all(|(a, b)| place(a) == place(b)));
+        spec.burst_mean_requests = 0.5;
+        assert_eq!(
+            spec.generate().unwrap_err().to_string(),
+            "burst_mean_requests: 0.5 is neither 0 (no bursts) nor in [1, 1e12]"
         );
     }
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use tiermux_core::replacement::ReplacementKind;
+use tiermux_trace::arrivals::Arrivals;
 use tiermux_trace::info::TraceInfo;
 use tiermux_trace::replay::{replay_accesses, TraceVolume};
 use tiermux_trace::synth::SynthSpec;
@@ -145,6 +146,10 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             let (t, format, page_bytes) = read.read(&trace)?;
             outln!("{} ({format:?})", trace.display());
             outln!("{}", TraceInfo::of(&t, page_bytes).report().trim_end());
+            let arrivals = Arrivals::of(&t).report();
+            if !arrivals.is_empty() {
+                outln!("{}", arrivals.trim_end());
+            }
         }
         TraceCmd::Convert {
             input,

@@ -1,7 +1,8 @@
 //! tiermux block traces.
 //!
 //! Trace formats ([`formats`], read through [`source`] into
-//! [`request::Request`]s), trace statistics ([`info`]), and a zero-time
+//! [`request::Request`]s), trace statistics ([`info`], and [`arrivals`]:
+//! gaps and bursts, fitted as the generator's parameters), and a zero-time
 //! driver ([`replay`]) that runs any registered policy of `tiermux-core`
 //! on a trace through the same dispatcher the simulator and the engine
 //! use, and counts where each access was served. Pure replacement (LRU,
@@ -11,6 +12,7 @@
 //! the timed simulator.
 #![warn(missing_docs)]
 
+pub mod arrivals;
 pub mod formats;
 pub mod info;
 pub mod mrc;

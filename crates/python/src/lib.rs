@@ -1,5 +1,5 @@
 //! The native half of the `tiermux` Python package: experiments, trace
-//! replay, profiles and policies, returning their tables as CSV text (the
+//! replay and statistics, profiles and policies, returning their tables as CSV text (the
 //! columns of `results.csv`), which the Python half turns into pandas
 //! DataFrames. Errors carry the messages the `tiermux` command prints.
 
@@ -181,13 +181,7 @@ fn replay(
         return Err(err("cache_pages: give sizes of at least 1 page"));
     }
     let path = Path::new(path);
-    let format = Format::resolve(format, path).map_err(err)?;
-    let page_bytes = match page_size {
-        Some(0) => return Err(err("page_size must be at least 1 byte")),
-        Some(b) => b,
-        None if format == Format::Arc => 512,
-        None => 4096,
-    };
+    let (format, page_bytes) = trace_format(path, format, page_size)?;
     let params: tiermux_core::Params = match params_json {
         Some(j) => serde_json::from_str(j).map_err(|e| err(format!("params: {e}")))?,
         None => tiermux_core::Params::new(),
@@ -243,6 +237,63 @@ fn replay(
     })
 }
 
+/// The format of the trace at `path` (named, or from the file name) and
+/// the page size (given, else 512 bytes for ARC traces and 4096 for the
+/// others, as `tiermux replay` takes them).
+fn trace_format(
+    path: &Path,
+    format: Option<&str>,
+    page_size: Option<u64>,
+) -> PyResult<(Format, u64)> {
+    let format = Format::resolve(format, path).map_err(err)?;
+    let page_bytes = match page_size {
+        Some(0) => return Err(err("page_size must be at least 1 byte")),
+        Some(b) => b,
+        None if format == Format::Arc => 512,
+        None => 4096,
+    };
+    Ok((format, page_bytes))
+}
+
+/// What `tiermux trace info` prints of a block trace, as a JSON object:
+/// requests, reads and writes, pages, footprint, mean request size, time
+/// span, and the arrivals (mean gap, its coefficient of variation, the
+/// idle share and, when the trace has bursts, the generator's settings
+/// that match them).
+#[pyfunction]
+#[pyo3(signature = (path, format=None, page_size=None))]
+fn trace_info(path: &str, format: Option<&str>, page_size: Option<u64>) -> PyResult<String> {
+    let path = Path::new(path);
+    let (format, page_bytes) = trace_format(path, format, page_size)?;
+    let trace = tiermux_trace::read(path, &format).map_err(err)?;
+    let i = tiermux_trace::info::TraceInfo::of(&trace, page_bytes);
+    let a = tiermux_trace::arrivals::Arrivals::of(&trace);
+    let ops = |c: &tiermux_trace::info::OpCounts| {
+        serde_json::json!({
+            "requests": c.requests, "bytes": c.bytes, "pages": c.pages,
+            "unique_pages": c.unique_pages, "sequential_requests": c.sequential_requests,
+        })
+    };
+    let fit = a.burst_fit().map(|f| {
+        serde_json::json!({
+            "mean_interarrival_us": f.mean_interarrival_us,
+            "burst_mean_requests": f.burst_mean_requests,
+            "burst_idle_us": f.burst_idle_us,
+        })
+    });
+    let v = serde_json::json!({
+        "format": format!("{format:?}"), "page_bytes": page_bytes,
+        "requests": i.requests(), "volumes": i.volumes,
+        "reads": ops(&i.reads), "writes": ops(&i.writes),
+        "unique_pages": i.unique_pages, "footprint_bytes": i.footprint_bytes(),
+        "mean_request_bytes": i.mean_request_bytes(),
+        "time_span_s": (i.time_span_ns.1 - i.time_span_ns.0) as f64 / 1e9,
+        "mean_gap_us": a.mean_gap_us(), "gap_cv": a.gap_cv(),
+        "idle_gaps": a.idle_gaps, "idle_share": a.idle_share(), "bursts": fit,
+    });
+    Ok(v.to_string())
+}
+
 /// The built-in device profiles: name, description and source, as CSV.
 #[pyfunction]
 fn profiles() -> String {
@@ -276,6 +327,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_one, m)?)?;
     m.add_function(wrap_pyfunction!(assemble, m)?)?;
     m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     Ok(())

@@ -181,6 +181,33 @@ def test_lru_replay_matches_hand_counted_hits(tmp_path):
         tiermux.replay(tmp_path / "missing.arc", 2)
 
 
+def test_trace_info_counts_requests_and_arrivals(tmp_path):
+    # An MSR trace (times in 100 ns ticks) of two bursts of three 4 KiB
+    # requests 10 us apart, 1 ms between the bursts: the same numbers as
+    # the command's, and the bursts read back as generator settings.
+    times_us = [0, 10, 20, 1020, 1030, 1040]
+    ops = ["Read", "Write", "Read", "Read", "Write", "Write"]
+    trace = tmp_path / "t.msr"
+    trace.write_text(
+        "".join(f"{t * 10},h,0,{op},{i * 4096},4096,0\n" for i, (t, op) in enumerate(zip(times_us, ops)))
+    )
+    info = tiermux.trace_info(trace)
+    assert info["requests"] == 6
+    assert (info["reads"]["requests"], info["writes"]["requests"]) == (3, 3)
+    assert info["footprint_bytes"] == 6 * 4096
+    # The reads at 8 KiB and 12 KiB are consecutive.
+    assert info["reads"]["sequential_requests"] == 1
+    assert info["mean_gap_us"] == pytest.approx(1040 / 5)
+    assert info["idle_gaps"] == 1
+    assert info["bursts"]["mean_interarrival_us"] == pytest.approx(10.0)
+    assert info["bursts"]["burst_idle_us"] == pytest.approx(800.0)
+    out = command("trace", "info", trace)
+    assert out.returncode == 0, out.stderr
+    assert "burst_idle_us=800" in out.stdout
+    with pytest.raises(tiermux.TiermuxError):
+        tiermux.trace_info(tmp_path / "missing.msr")
+
+
 def test_profiles_and_policies_are_listed():
     names = set(tiermux.profiles()["name"])
     assert {"optane-905p", "flash-970pro", "nvme-pcie3"} <= names

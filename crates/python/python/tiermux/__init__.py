@@ -1,4 +1,5 @@
-"""tiermux from Python: run experiments and replay block traces, with the
+"""tiermux from Python: run experiments, replay block traces and read their
+statistics (``trace_info``), with the
 results as pandas DataFrames (the columns of the command's results.csv).
 
     import tiermux
@@ -26,7 +27,7 @@ import pandas as pd
 from . import _native
 from ._native import TiermuxError
 
-__all__ = ["Results", "TiermuxError", "run", "replay", "profiles", "policies"]
+__all__ = ["Results", "TiermuxError", "run", "replay", "trace_info", "profiles", "policies"]
 
 
 @dataclass
@@ -127,6 +128,23 @@ def replay(
         params_json=None if params is None else json.dumps(params),
     )
     return _frame(csv)
+
+
+def trace_info(
+    trace: Union[str, os.PathLike],
+    format: Optional[str] = None,
+    page_size: Optional[int] = None,
+) -> dict:
+    """What ``tiermux trace info`` says of a block trace, as a dict:
+    ``requests``, ``reads`` and ``writes`` (each with ``requests``,
+    ``bytes``, ``pages``, ``unique_pages``, ``sequential_requests``),
+    ``unique_pages``, ``footprint_bytes``, ``mean_request_bytes``,
+    ``time_span_s``, and the arrivals: ``mean_gap_us``, ``gap_cv`` (1 for
+    Poisson arrivals), ``idle_gaps``, ``idle_share`` and ``bursts``, the
+    ``trace generate`` settings that give the same bursts (None when the
+    trace has none).
+    """
+    return json.loads(_native.trace_info(os.fspath(trace), format=format, page_size=page_size))
 
 
 def profiles() -> pd.DataFrame:

@@ -2,17 +2,15 @@
 //! opens, takes writes from an NBD client, and reads them back after a
 //! clean stop and after `kill -9`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 #[path = "common/kv_server.rs"]
 #[allow(dead_code)]
 mod kv_server;
 #[path = "common/nbd_served.rs"]
 mod nbd_served;
-use nbd_served::{have_tools, run};
+use nbd_served::{have_tools, run, Served};
 
 /// The example volumes: NHC, MOST, Hibachi and TICA.
 const EXAMPLES: [&str; 4] = [
@@ -30,40 +28,15 @@ fn example(name: &str) -> PathBuf {
 
 /// Starts `tiermux serve` on the example with `dir` as its data
 /// directory, once it listens.
-fn serve(config: &Path, dir: &Path) -> Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
-        .arg("serve")
-        .arg(config)
-        .arg("--data-dir")
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(dir.join("serve.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+fn serve(config: &Path, dir: &Path) -> Served {
+    let (served, line) = Served::spawn_config(config, dir, &[]);
     assert!(
         line.contains("listening on unix:"),
         "{}: {line}{}",
         config.display(),
         std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default()
     );
-    child
-}
-
-fn stop(mut child: Child) {
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "did not stop");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(child.wait().unwrap().success());
+    served
 }
 
 /// Runs qemu-io's commands on the volume served in `dir`.
@@ -104,13 +77,12 @@ fn example_volumes_serve_and_keep_their_data() {
         let s = serve(&config, &dir);
         qemu_io(&dir, &WRITE);
         qemu_io(&dir, &READ);
-        stop(s);
-        let mut s = serve(&config, &dir);
-        qemu_io(&dir, &READ);
-        s.kill().unwrap();
-        s.wait().unwrap();
+        s.stop();
         let s = serve(&config, &dir);
         qemu_io(&dir, &READ);
-        stop(s);
+        s.kill9();
+        let s = serve(&config, &dir);
+        qemu_io(&dir, &READ);
+        s.stop();
     }
 }

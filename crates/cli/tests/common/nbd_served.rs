@@ -140,8 +140,16 @@ impl Served {
     }
     /// Like [`Served::spawn`], with more arguments for `tiermux serve`.
     pub fn spawn_with(dir: &Path, extra: &[&str]) -> (Served, String) {
+        Served::spawn_config(Path::new("volume.toml"), dir, extra)
+    }
+    /// Starts `tiermux serve CONFIG` (relative to `dir`, or absolute)
+    /// with `dir` as its data directory and more arguments; returns it
+    /// with the line where it says where it listens.
+    pub fn spawn_config(config: &Path, dir: &Path, extra: &[&str]) -> (Served, String) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
-            .args(["serve", "volume.toml", "--data-dir", "."])
+            .arg("serve")
+            .arg(config)
+            .args(["--data-dir", "."])
             .args(extra)
             .current_dir(dir)
             .stdout(Stdio::piped())

@@ -1,7 +1,8 @@
 //! The native half of the `tiermux` Python package: experiments, trace
-//! replay and statistics, profiles and policies, returning their tables as CSV text (the
-//! columns of `results.csv`), which the Python half turns into pandas
-//! DataFrames. Errors carry the messages the `tiermux` command prints.
+//! replay and statistics, profiles and policies, returning their tables as
+//! CSV text (the columns of `results.csv`), which the Python half turns into
+//! pandas DataFrames, and a trace's statistics as JSON. Errors carry the
+//! messages the `tiermux` command prints.
 
 use std::path::Path;
 

@@ -54,8 +54,12 @@ impl Arrivals {
             .collect();
         let mut a = Arrivals {
             gaps: gaps.len() as u64,
-            total_ns: gaps.iter().sum(),
-            total_sq_ns2: gaps.iter().map(|&g| g as u128 * g as u128).sum(),
+            // Saturating: an unordered trace's forward gaps can add up to
+            // more than its span.
+            total_ns: gaps.iter().fold(0u64, |t, &g| t.saturating_add(g)),
+            total_sq_ns2: gaps
+                .iter()
+                .fold(0u128, |t, &g| t.saturating_add(g as u128 * g as u128)),
             ..Arrivals::default()
         };
         if gaps.is_empty() {
@@ -66,7 +70,7 @@ impl Arrivals {
         let threshold = a.idle_threshold_ns();
         for &g in gaps.iter().filter(|&&g| g > threshold) {
             a.idle_gaps += 1;
-            a.idle_total_ns += g;
+            a.idle_total_ns = a.idle_total_ns.saturating_add(g);
         }
         debug_assert!(a.idle_total_ns <= a.total_ns);
         a
@@ -74,7 +78,9 @@ impl Arrivals {
 
     /// Gaps longer than this end a burst, ns.
     pub fn idle_threshold_ns(&self) -> u64 {
-        (IDLE_OVER_MEDIAN * self.median_gap_ns).max(MIN_IDLE_GAP_NS)
+        IDLE_OVER_MEDIAN
+            .saturating_mul(self.median_gap_ns)
+            .max(MIN_IDLE_GAP_NS)
     }
 
     /// Mean gap, µs.
@@ -195,6 +201,14 @@ mod tests {
         let a = Arrivals::of(&at(&[5_000, 5_000, 0, 5_000]));
         assert_eq!((a.gaps, a.total_ns, a.median_gap_ns), (3, 5_000, 0));
         assert_eq!((a.idle_gaps, a.idle_threshold_ns()), (1, MIN_IDLE_GAP_NS));
+        // Forward jumps that add up past u64 saturate, and so does the
+        // threshold over a huge median.
+        let a = Arrivals::of(&at(&[0, u64::MAX, 0, u64::MAX]));
+        assert_eq!(
+            (a.gaps, a.total_ns, a.idle_threshold_ns()),
+            (3, u64::MAX, u64::MAX)
+        );
+        assert!(a.report().contains("mean gap"));
         assert_eq!(Arrivals::of(&at(&[7])), Arrivals::default());
         assert_eq!(Arrivals::default().report(), "");
         assert!(Arrivals::of(&at(&[0, 0])).report().contains("no times"));

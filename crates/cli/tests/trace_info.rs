@@ -33,41 +33,36 @@ fn arrivals(info: &str) -> (Vec<String>, f64, f64) {
     (sets, number_after("mean gap"), number_after("CV"))
 }
 
+/// Generates a ts_0 trace of 100,000 requests with `sets` (KEY=VALUE)
+/// into `dir/name` and returns what `trace info` says of it.
+fn generate_and_read(dir: &Scratch, name: &str, sets: &[&str]) -> String {
+    let path = dir.path().join(name);
+    let path = path.to_str().unwrap();
+    let mut args = vec!["trace", "generate", path, "--preset", "ts_0"];
+    for s in ["requests=100000"].iter().chain(sets) {
+        args.extend(["--set", s]);
+    }
+    ok(&args);
+    ok(&["trace", "info", path])
+}
+
 #[test]
 fn bursts_read_back_regenerate_alike() {
     let dir = Scratch::new("trace-info");
-    let first = dir.path().join("first.msr");
-    let first = first.to_str().unwrap();
-    ok(&[
-        "trace",
-        "generate",
-        first,
-        "--preset",
-        "ts_0",
-        "--set",
-        "requests=100000",
-        "--set",
+    let bursts = [
         "mean_interarrival_us=300",
-        "--set",
         "burst_mean_requests=50",
-        "--set",
         "burst_idle_us=35000",
-    ]);
-    let (sets, gap_us, cv) = arrivals(&ok(&["trace", "info", first]));
+    ];
+    let (sets, gap_us, cv) = arrivals(&generate_and_read(&dir, "first.msr", &bursts));
     // 300 + 35,000 / 50 us on average, far burstier than Poisson.
     assert!((gap_us / 1000.0 - 1.0).abs() < 0.05, "mean gap {gap_us} us");
     assert!(cv > 4.0, "CV {cv}");
     assert_eq!(sets.len(), 3, "{sets:?}");
 
-    let again = dir.path().join("again.msr");
-    let again = again.to_str().unwrap();
-    let mut args = vec!["trace", "generate", again, "--preset", "ts_0"];
-    args.extend(["--set", "requests=100000", "--set", "seed=2"]);
-    for s in &sets {
-        args.extend(["--set", s.as_str()]);
-    }
-    ok(&args);
-    let (_, gap2_us, cv2) = arrivals(&ok(&["trace", "info", again]));
+    let mut again: Vec<&str> = vec!["seed=2"];
+    again.extend(sets.iter().map(String::as_str));
+    let (_, gap2_us, cv2) = arrivals(&generate_and_read(&dir, "again.msr", &again));
     assert!(
         (gap2_us / gap_us - 1.0).abs() < 0.1,
         "{gap2_us} vs {gap_us} us"
@@ -75,18 +70,7 @@ fn bursts_read_back_regenerate_alike() {
     assert!((cv2 / cv - 1.0).abs() < 0.1, "CV {cv2} vs {cv}");
 
     // Poisson arrivals: a CV near 1 and no bursts to fit.
-    let poisson = dir.path().join("poisson.msr");
-    let poisson = poisson.to_str().unwrap();
-    ok(&[
-        "trace",
-        "generate",
-        poisson,
-        "--preset",
-        "ts_0",
-        "--set",
-        "requests=100000",
-    ]);
-    let info = ok(&["trace", "info", poisson]);
+    let info = generate_and_read(&dir, "poisson.msr", &[]);
     assert!(!info.contains("as bursts"), "{info}");
     assert!(
         info.contains("CV 1.0") || info.contains("CV 0.99"),

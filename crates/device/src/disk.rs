@@ -4,8 +4,10 @@
 //! the distance, Ruemmler and Wilkes' short-seek shape) and waits half a
 //! rotation on average. So sequential and random writes differ as on a
 //! real disk, which the pipe-and-channels model ([`crate::model`]) cannot
-//! express. Requests are served one at a time (fio's `ioengine=sync`, as
-//! the Hibachi paper replays its flushes).
+//! express. [`Raid5`] serves requests one at a time (fio's
+//! `ioengine=sync`, as the Hibachi paper replays its flushes); with many
+//! in flight, each member disk queues its own
+//! ([`crate::array::ArrayTiming`]).
 
 /// One disk's mechanics.
 #[derive(Clone, Debug, PartialEq)]
@@ -122,100 +124,73 @@ impl Disk {
     }
 }
 
-/// A RAID-5 array (left-symmetric, as Linux md lays it out by default) of
-/// identical disks serving one request at a time. A write covering whole
-/// stripes writes data and parity to every disk at once; a partial stripe
-/// reads what parity needs (the old data and parity, or the untouched
-/// data, whichever is fewer chunks, as md chooses) and then writes.
-#[derive(Clone, Debug)]
-pub struct Raid5 {
-    disks: Vec<Disk>,
-    chunk_bytes: u64,
-    /// Total service time so far, ms.
-    pub busy_ms: f64,
-    /// Bytes written by clients.
-    pub written_bytes: u64,
-    /// Stripes written whole, and in part.
-    pub full_stripes: u64,
-    /// Stripes written in part (parity needed reads).
-    pub partial_stripes: u64,
+/// One operation on a member disk of an array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskOp {
+    /// Which member disk.
+    pub disk: usize,
+    /// Where on that disk, bytes.
+    pub offset_bytes: u64,
+    /// How much it moves, bytes.
+    pub bytes: u64,
+    /// Whether it writes.
+    pub write: bool,
 }
 
-/// One disk operation of a phase: (disk, offset on it, bytes, write).
-type DiskOp = (usize, u64, u64, bool);
+/// Where a RAID-5 array (left-symmetric, as Linux md lays it out by
+/// default) keeps data and parity, and which member-disk operations a
+/// client read or write needs. A write covering whole stripes writes data
+/// and parity to every disk; a partial stripe first reads what parity
+/// needs (the old data and parity, or the untouched data, whichever is
+/// fewer chunks, as md chooses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Raid5Layout {
+    /// Member disks.
+    pub disks: usize,
+    /// Bytes of a chunk (what one disk holds of a stripe).
+    pub chunk_bytes: u64,
+}
 
-impl Raid5 {
-    /// `disks` disks of `spec` with `chunk_bytes` chunks.
-    pub fn new(spec: DiskSpec, disks: usize, chunk_bytes: u64) -> Raid5 {
+/// How many stripes a write covered whole, and in part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StripesWritten {
+    /// Written whole: no reads.
+    pub full: u64,
+    /// Written in part: parity needed reads.
+    pub partial: u64,
+}
+
+impl Raid5Layout {
+    /// `disks` disks with `chunk_bytes` chunks.
+    pub fn new(disks: usize, chunk_bytes: u64) -> Raid5Layout {
         assert!(disks >= 3, "RAID-5 needs at least three disks");
         assert!(
             chunk_bytes > 0 && chunk_bytes.is_multiple_of(512),
             "chunks are whole sectors"
         );
-        Raid5 {
-            disks: (0..disks).map(|_| Disk::new(spec.clone())).collect(),
-            chunk_bytes,
-            busy_ms: 0.0,
-            written_bytes: 0,
-            full_stripes: 0,
-            partial_stripes: 0,
-        }
-    }
-
-    /// The Hibachi paper's array: six ST6000NM0034 disks in md RAID-5,
-    /// with md's default 512 KiB chunk.
-    pub fn hibachi_paper() -> Raid5 {
-        Raid5::new(st6000nm0034(), 6, 512 << 10)
+        Raid5Layout { disks, chunk_bytes }
     }
 
     fn data_disks(&self) -> u64 {
-        self.disks.len() as u64 - 1
+        self.disks as u64 - 1
     }
 
     /// The parity disk of `stripe` (left-symmetric: parity moves left).
     fn parity_disk(&self, stripe: u64) -> usize {
-        let n = self.disks.len() as u64;
+        let n = self.disks as u64;
         (n - 1 - stripe % n) as usize
     }
 
     /// The disk holding data chunk `i` of `stripe`.
     fn data_disk(&self, stripe: u64, i: u64) -> usize {
-        let n = self.disks.len() as u64;
+        let n = self.disks as u64;
         ((self.parity_disk(stripe) as u64 + 1 + i) % n) as usize
     }
 
-    /// Serves a client write of `size_bytes` at `offset_bytes`; returns
-    /// its time, ms.
-    pub fn write(&mut self, offset_bytes: u64, size_bytes: u64) -> f64 {
-        assert!(size_bytes > 0, "an empty write");
-        let stripe_bytes = self.chunk_bytes * self.data_disks();
-        let mut reads: Vec<DiskOp> = Vec::new();
-        let mut writes: Vec<DiskOp> = Vec::new();
-        let end = offset_bytes + size_bytes;
-        let mut at = offset_bytes;
-        while at < end {
-            let stripe = at / stripe_bytes;
-            let stripe_end = ((stripe + 1) * stripe_bytes).min(end);
-            self.plan_stripe(
-                stripe,
-                at - stripe * stripe_bytes,
-                stripe_end - at,
-                &mut reads,
-                &mut writes,
-            );
-            at = stripe_end;
-        }
-        let t = self.phase(&reads) + self.phase(&writes);
-        self.busy_ms += t;
-        self.written_bytes += size_bytes;
-        t
-    }
-
-    /// Serves a client read of `size_bytes` at `offset_bytes` (the data
-    /// chunks it covers, from their disks at once); returns its time, ms.
-    pub fn read(&mut self, offset_bytes: u64, size_bytes: u64) -> f64 {
+    /// Appends to `ops` the member reads of a client read of `size_bytes`
+    /// at `offset_bytes`: one per chunk it covers.
+    pub fn plan_read(&self, offset_bytes: u64, size_bytes: u64, ops: &mut Vec<DiskOp>) {
         let chunk = self.chunk_bytes;
-        let mut ops: Vec<DiskOp> = Vec::new();
         let (mut at, end) = (offset_bytes, offset_bytes + size_bytes);
         while at < end {
             let (data_chunk, within) = (at / chunk, at % chunk);
@@ -224,29 +199,55 @@ impl Raid5 {
                 data_chunk / self.data_disks(),
                 data_chunk % self.data_disks(),
             );
-            ops.push((
-                self.data_disk(stripe, i),
-                stripe * chunk + within,
-                len,
-                false,
-            ));
+            ops.push(DiskOp {
+                disk: self.data_disk(stripe, i),
+                offset_bytes: stripe * chunk + within,
+                bytes: len,
+                write: false,
+            });
             at += len;
         }
-        let t = self.phase(&ops);
-        self.busy_ms += t;
-        t
+    }
+
+    /// Appends to `reads` and `writes` the member operations of a client
+    /// write of `size_bytes` at `offset_bytes`: the reads parity needs
+    /// first, then the writes.
+    pub fn plan_write(
+        &self,
+        offset_bytes: u64,
+        size_bytes: u64,
+        reads: &mut Vec<DiskOp>,
+        writes: &mut Vec<DiskOp>,
+    ) -> StripesWritten {
+        assert!(size_bytes > 0, "an empty write");
+        let stripe_bytes = self.chunk_bytes * self.data_disks();
+        let mut stripes = StripesWritten::default();
+        let end = offset_bytes + size_bytes;
+        let mut at = offset_bytes;
+        while at < end {
+            let stripe = at / stripe_bytes;
+            let stripe_end = ((stripe + 1) * stripe_bytes).min(end);
+            let start = at - stripe * stripe_bytes;
+            if self.plan_stripe(stripe, start, stripe_end - at, reads, writes) {
+                stripes.full += 1;
+            } else {
+                stripes.partial += 1;
+            }
+            at = stripe_end;
+        }
+        stripes
     }
 
     /// The disk operations that write `len` bytes at `start` within
-    /// `stripe`.
+    /// `stripe`; returns whether the stripe is written whole.
     fn plan_stripe(
-        &mut self,
+        &self,
         stripe: u64,
         start: u64,
         len: u64,
         reads: &mut Vec<DiskOp>,
         writes: &mut Vec<DiskOp>,
-    ) {
+    ) -> bool {
         let chunk = self.chunk_bytes;
         let base = stripe * chunk;
         let parity = self.parity_disk(stripe);
@@ -259,6 +260,12 @@ impl Raid5 {
         } else {
             (0, chunk)
         };
+        let op = |disk, offset_bytes, bytes, write| DiskOp {
+            disk,
+            offset_bytes,
+            bytes,
+            write,
+        };
         for i in first..=last {
             let s = if i == first { start % chunk } else { 0 };
             let e = if i == last {
@@ -266,53 +273,101 @@ impl Raid5 {
             } else {
                 chunk
             };
-            writes.push((self.data_disk(stripe, i), base + s, e - s, true));
+            writes.push(op(self.data_disk(stripe, i), base + s, e - s, true));
         }
-        writes.push((parity, base + lo, hi - lo, true));
+        writes.push(op(parity, base + lo, hi - lo, true));
         let touched = last - first + 1;
         if start == 0 && len == chunk * self.data_disks() {
-            self.full_stripes += 1;
-            return;
+            return true;
         }
-        self.partial_stripes += 1;
         let untouched = self.data_disks() - touched;
         // Read-modify-write (old data and old parity) when that reads
         // fewer chunks than reconstructing from the untouched data.
         if touched < untouched {
             for i in first..=last {
-                reads.push((self.data_disk(stripe, i), base + lo, hi - lo, false));
+                reads.push(op(self.data_disk(stripe, i), base + lo, hi - lo, false));
             }
-            reads.push((parity, base + lo, hi - lo, false));
+            reads.push(op(parity, base + lo, hi - lo, false));
         } else {
             // Reconstruct-write: the untouched data.
             for i in (0..self.data_disks()).filter(|i| !(first..=last).contains(i)) {
-                reads.push((self.data_disk(stripe, i), base + lo, hi - lo, false));
+                reads.push(op(self.data_disk(stripe, i), base + lo, hi - lo, false));
             }
         }
+        false
+    }
+}
+
+/// A RAID-5 array ([`Raid5Layout`]) of identical disks serving one client
+/// request at a time, as fio's `ioengine=sync` submits them: each request's
+/// member operations run on their disks at once, and the next request
+/// starts when the slowest is done.
+#[derive(Clone, Debug)]
+pub struct Raid5 {
+    layout: Raid5Layout,
+    disks: Vec<Disk>,
+    /// Total service time so far, ms.
+    pub busy_ms: f64,
+    /// Bytes written by clients.
+    pub written_bytes: u64,
+    /// Stripes written whole.
+    pub full_stripes: u64,
+    /// Stripes written in part (parity needed reads).
+    pub partial_stripes: u64,
+}
+
+impl Raid5 {
+    /// `disks` disks of `spec` with `chunk_bytes` chunks.
+    pub fn new(spec: DiskSpec, disks: usize, chunk_bytes: u64) -> Raid5 {
+        Raid5 {
+            layout: Raid5Layout::new(disks, chunk_bytes),
+            disks: (0..disks).map(|_| Disk::new(spec.clone())).collect(),
+            busy_ms: 0.0,
+            written_bytes: 0,
+            full_stripes: 0,
+            partial_stripes: 0,
+        }
+    }
+
+    /// The Hibachi paper's array: six ST6000NM0034 disks in md RAID-5,
+    /// with md's default 512 KiB chunk.
+    pub fn hibachi_paper() -> Raid5 {
+        Raid5::new(st6000nm0034(), 6, HIBACHI_CHUNK_BYTES)
+    }
+
+    /// Serves a client write of `size_bytes` at `offset_bytes`; returns
+    /// its time, ms.
+    pub fn write(&mut self, offset_bytes: u64, size_bytes: u64) -> f64 {
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        let stripes = self
+            .layout
+            .plan_write(offset_bytes, size_bytes, &mut reads, &mut writes);
+        self.full_stripes += stripes.full;
+        self.partial_stripes += stripes.partial;
+        let t = self.phase(&reads) + self.phase(&writes);
+        self.busy_ms += t;
+        self.written_bytes += size_bytes;
+        t
+    }
+
+    /// Serves a client read of `size_bytes` at `offset_bytes` (the data
+    /// chunks it covers, from their disks at once); returns its time, ms.
+    pub fn read(&mut self, offset_bytes: u64, size_bytes: u64) -> f64 {
+        let mut ops = Vec::new();
+        self.layout.plan_read(offset_bytes, size_bytes, &mut ops);
+        let t = self.phase(&ops);
+        self.busy_ms += t;
+        t
     }
 
     /// Runs operations on their disks in parallel (each disk in order);
     /// the phase lasts as long as the busiest disk.
     fn phase(&mut self, ops: &[DiskOp]) -> f64 {
         let mut per_disk = vec![0.0; self.disks.len()];
-        for &(d, off, len, write) in ops {
-            per_disk[d] += self.disks[d].serve(off, len, write);
+        for op in ops {
+            per_disk[op.disk] += self.disks[op.disk].serve(op.offset_bytes, op.bytes, op.write);
         }
         per_disk.into_iter().fold(0.0, f64::max)
-    }
-
-    /// Extends the previous request by `bytes` that follow it in the same
-    /// direction, as a block layer merges adjacent requests: the extra
-    /// data only moves (read, or read and written back for a write's
-    /// parity), one disk's transfer; returns its time, ms.
-    pub fn extend(&mut self, bytes: u64, write: bool) -> f64 {
-        let rate = self.disks[0].spec.transfer_bytes_per_s;
-        let t = bytes as f64 / rate * 1e3 * if write { 2.0 } else { 1.0 };
-        self.busy_ms += t;
-        if write {
-            self.written_bytes += bytes;
-        }
-        t
     }
 
     /// Client write throughput so far, bytes per second.
@@ -323,6 +378,9 @@ impl Raid5 {
         self.written_bytes as f64 / (self.busy_ms / 1e3)
     }
 }
+
+/// md's default chunk, bytes (512 KiB), as the Hibachi paper's array uses.
+pub const HIBACHI_CHUNK_BYTES: u64 = 512 << 10;
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! tiermux device models.
 //!
 //! How long a device takes, without touching one: the pipe-and-channels
-//! timing model ([`model`]), disk arrays ([`disk`], queued by [`array`]), device profiles that derive it from the numbers
+//! timing model ([`model`]), disk arrays ([`disk`], queued by [`array`], each disk in [`elevator`] order), device profiles that derive it from the numbers
 //! the papers and datasheets publish ([`profile`]), and measurements of a
 //! model taken the way the papers measured devices ([`calibrate`]), and what
 //! devices cost besides time: power, price, failure rate, endurance
@@ -15,6 +15,7 @@ mod builtin_profiles;
 pub mod calibrate;
 pub mod disk;
 pub mod economics;
+pub mod elevator;
 pub mod model;
 pub mod profile;
 mod tica_profiles;

@@ -184,7 +184,7 @@ impl Device {
     /// `token`; returns the earliest time (ns on the loop's clock) any
     /// layer lets it complete, 0 for no constraint, or
     /// [`crate::emulate::NOT_YET`] when a layer holds it (a later
-    /// [`Device::completed`] releases it).
+    /// [`Device::take_released`] lets it go).
     pub fn submitted(
         &mut self,
         now_ns: u64,
@@ -205,14 +205,8 @@ impl Device {
             .unwrap_or(0)
     }
 
-    /// Notes a completion of `bytes`, `latency_ns` after its submission;
-    /// returns an operation a layer held and now releases, if any.
-    pub fn completed(
-        &mut self,
-        dir: Op,
-        bytes: u64,
-        latency_ns: u64,
-    ) -> Option<crate::emulate::Released> {
+    /// Notes a completion of `bytes`, `latency_ns` after its submission.
+    pub fn completed(&mut self, dir: Op, bytes: u64, latency_ns: u64) {
         match dir {
             Op::Read => {
                 self.inflight.0 = self
@@ -235,16 +229,30 @@ impl Device {
                 self.counters.write_latency.record(latency_ns);
             }
         }
-        let mut released = None;
         for l in &mut self.layers {
-            if let Some(r) = l.completed(dir) {
-                // Only a disk array holds operations, and a device has at
-                // most one (`config.rs`: a profile or an array).
-                assert!(released.is_none(), "two layers released operations");
-                released = Some(r);
+            l.completed(dir);
+        }
+    }
+
+    /// When a layer needs [`Device::wake`] next, ns on the loop's clock.
+    pub fn next_wake_ns(&self) -> Option<u64> {
+        self.layers.iter().filter_map(|l| l.next_wake_ns()).min()
+    }
+
+    /// Wakes the layers whose time has come at `now_ns`.
+    pub fn wake(&mut self, now_ns: u64) {
+        for l in &mut self.layers {
+            if l.next_wake_ns().is_some_and(|t| t <= now_ns) {
+                l.wake(now_ns);
             }
         }
-        released
+    }
+
+    /// Moves to `out` the operations the layers held and now let go.
+    pub fn take_released(&mut self, out: &mut Vec<crate::emulate::Released>) {
+        for l in &mut self.layers {
+            l.take_released(out);
+        }
     }
 }
 

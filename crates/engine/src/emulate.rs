@@ -14,8 +14,8 @@ pub trait Layer: Send {
     /// An operation of `bytes` at block address `addr`, known to the
     /// volume as `token`, is submitted at `now_ns` (the loop's clock);
     /// returns the earliest time it may complete, 0 for no constraint, or
-    /// [`NOT_YET`] when the layer holds it until an earlier operation
-    /// completes (and then names it in [`Layer::completed`]'s answer).
+    /// [`NOT_YET`] when the layer holds it until it knows (and then hands
+    /// it back from [`Layer::take_released`]).
     /// `purpose` indexes [`tiermux_core::Purpose`].
     fn submitted(
         &mut self,
@@ -27,9 +27,26 @@ pub trait Layer: Send {
         token: u64,
     ) -> u64;
 
-    /// The operation submitted earlier has completed. Returns an
-    /// operation the layer held and now lets go, if any.
-    fn completed(&mut self, dir: Op) -> Option<Released>;
+    /// The operation submitted earlier has completed.
+    fn completed(&mut self, dir: Op);
+
+    /// When the layer needs [`Layer::wake`] next, ns on the loop's clock
+    /// (a disk array's member disk completes an operation), if ever.
+    fn next_wake_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// The loop's clock reached `now_ns`, at or after
+    /// [`Layer::next_wake_ns`].
+    fn wake(&mut self, now_ns: u64) {
+        let _ = now_ns;
+    }
+
+    /// Moves to `out` the operations the layer held and now lets go,
+    /// each with its deadline.
+    fn take_released(&mut self, out: &mut Vec<Released>) {
+        let _ = out;
+    }
 
     /// Whether the operation that just completed (or a sync) is to be
     /// reported failed ([`crate::faults::Injected`]).
@@ -39,7 +56,7 @@ pub trait Layer: Send {
     }
 }
 
-/// A deadline that a later completion gives ([`Layer::submitted`]).
+/// A deadline that the layer gives later ([`Layer::submitted`]).
 pub const NOT_YET: u64 = u64::MAX;
 
 /// An operation a layer held and now lets go: the token it was submitted
@@ -88,17 +105,20 @@ impl Layer for Emulated {
         self.model.submit(now_ns, dir, bytes, addr, purpose)
     }
 
-    fn completed(&mut self, dir: Op) -> Option<Released> {
+    fn completed(&mut self, dir: Op) {
         self.model.complete(dir);
-        None
     }
 }
 
 /// A disk array's timing ([`tiermux_device::array::ArrayTiming`]): it
-/// holds the operations that arrive while the array is busy and lets the
-/// next go when the one in service completes, in its elevator's order.
+/// holds each operation until the array's member disks have started its
+/// last part, and wakes at each time a member disk completes one.
 pub struct EmulatedArray {
     timing: tiermux_device::array::ArrayTiming<u64>,
+    /// Operations whose completion the last call made known.
+    started: Vec<tiermux_device::array::Started<u64>>,
+    /// Held operations let go, not yet taken.
+    released: Vec<Released>,
 }
 
 /// The arrays a device config can name (`array = "..."`).
@@ -109,7 +129,28 @@ impl EmulatedArray {
     /// blocks, or `None` for an unknown name.
     pub fn new(name: &str, block_bytes: u64) -> Option<EmulatedArray> {
         let timing = tiermux_device::array::ArrayTiming::named(name, block_bytes)?;
-        Some(EmulatedArray { timing })
+        Some(EmulatedArray {
+            timing,
+            started: Vec::new(),
+            released: Vec::new(),
+        })
+    }
+
+    /// Moves what the array made known to the released list, except
+    /// `own` (the operation being submitted), whose deadline it returns.
+    fn settle(&mut self, own: Option<u64>) -> u64 {
+        let mut deadline_ns = NOT_YET;
+        for s in self.started.drain(..) {
+            if Some(s.tag) == own {
+                deadline_ns = s.done_ns;
+            } else {
+                self.released.push(Released {
+                    token: s.tag,
+                    deadline_ns: s.done_ns,
+                });
+            }
+        }
+        deadline_ns
     }
 }
 
@@ -127,18 +168,24 @@ impl Layer for EmulatedArray {
         _purpose: usize,
         token: u64,
     ) -> u64 {
-        match self.timing.submit(now_ns, dir, bytes, addr, token) {
-            Some(started) => started.done_ns,
-            None => NOT_YET,
-        }
+        self.timing
+            .submit(now_ns, dir, bytes, addr, token, &mut self.started);
+        self.settle(Some(token))
     }
 
-    fn completed(&mut self, _dir: Op) -> Option<Released> {
-        let started = self.timing.complete()?;
-        Some(Released {
-            token: started.tag,
-            deadline_ns: started.done_ns,
-        })
+    fn completed(&mut self, _dir: Op) {}
+
+    fn next_wake_ns(&self) -> Option<u64> {
+        self.timing.next_event_ns()
+    }
+
+    fn wake(&mut self, now_ns: u64) {
+        self.timing.advance(now_ns, &mut self.started);
+        self.settle(None);
+    }
+
+    fn take_released(&mut self, out: &mut Vec<Released>) {
+        out.append(&mut self.released);
     }
 }
 
@@ -146,20 +193,32 @@ impl Layer for EmulatedArray {
 mod tests {
     use super::*;
 
-    /// The layer is the shared array timing (tested in the device crate).
+    /// The layer is the shared array timing (tested in the device crate):
+    /// a write on an idle array has its deadline at once on one disk; on
+    /// the RAID-5 it waits for its parity reads, and a wake at the reads'
+    /// completion lets it go.
     #[test]
-    fn the_array_layer_names_its_array() {
-        let mut a = EmulatedArray::new("raid5-hibachi", 4096).unwrap();
-        assert_eq!(a.describe(), "emulated array raid5-hibachi");
-        let first = a.submitted(0, Op::Write, 4096, 1_000_000, 0, 7);
+    fn the_array_layer_holds_what_waits_for_its_disks() {
+        let mut disk = EmulatedArray::new("disk-st6000", 4096).unwrap();
+        let first = disk.submitted(0, Op::Write, 4096, 1_000_000, 0, 7);
         assert!(first > 4_000_000 && first != NOT_YET, "{first}");
-        // The array is busy: the next waits and is let go when the first
-        // completes.
-        assert_eq!(a.submitted(0, Op::Write, 4096, 9, 0, 8), NOT_YET);
-        let next = a.completed(Op::Write).expect("the waiting write starts");
-        assert_eq!(next.token, 8);
-        assert!(next.deadline_ns > first + 4_000_000, "{next:?}");
-        assert_eq!(a.completed(Op::Write), None);
+        assert_eq!(disk.submitted(0, Op::Write, 4096, 9, 0, 8), NOT_YET);
+        assert_eq!(disk.next_wake_ns(), Some(first));
+        disk.wake(first);
+        let mut out = Vec::new();
+        disk.take_released(&mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].token, 8);
+        assert!(out[0].deadline_ns > first + 4_000_000, "{out:?}");
+        let mut raid = EmulatedArray::new("raid5-hibachi", 4096).unwrap();
+        assert_eq!(raid.describe(), "emulated array raid5-hibachi");
+        assert_eq!(raid.submitted(0, Op::Write, 4096, 1_000_000, 0, 9), NOT_YET);
+        let reads_done = raid.next_wake_ns().expect("the parity reads run");
+        raid.wake(reads_done);
+        out.clear();
+        raid.take_released(&mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].token == 9 && out[0].deadline_ns > reads_done + 4_000_000);
         assert!(EmulatedArray::new("raid6", 4096).is_none());
     }
 
@@ -171,7 +230,7 @@ mod tests {
         // One operation at a time at 1000 ops/s: 1 ms each, queued.
         assert_eq!(e.submitted(0, Op::Read, 4096, 0, 0, 1), 1_000_000);
         assert_eq!(e.submitted(0, Op::Write, 4096, 1, 0, 2), 2_000_000);
-        assert_eq!(e.completed(Op::Read), None);
-        assert_eq!(e.completed(Op::Write), None);
+        e.completed(Op::Read);
+        e.completed(Op::Write);
     }
 }

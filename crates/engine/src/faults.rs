@@ -132,9 +132,7 @@ impl Layer for Injected {
         0
     }
 
-    fn completed(&mut self, _dir: Op) -> Option<crate::emulate::Released> {
-        None
-    }
+    fn completed(&mut self, _dir: Op) {}
 
     fn fails(&mut self, op: FaultOp) -> bool {
         self.ops += 1;

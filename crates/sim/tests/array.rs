@@ -19,6 +19,18 @@ fn writes_to(
     workers: u32,
     blocks: u64,
 ) -> f64 {
+    throughput(device, pattern, 1.0, request_blocks, workers, blocks)
+}
+
+/// Client throughput to `device`, bytes per second, at `write_ratio`.
+fn throughput(
+    device: &str,
+    pattern: Pattern,
+    write_ratio: f64,
+    request_blocks: u32,
+    workers: u32,
+    blocks: u64,
+) -> f64 {
     let cfg = SimConfig {
         devices: vec!["dram".into(), device.into()],
         policy: "passthrough".into(),
@@ -27,7 +39,7 @@ fn writes_to(
         workload: WorkloadSpec {
             pattern,
             working_set_blocks: Some(blocks),
-            write_ratio: 1.0,
+            write_ratio,
             request_blocks,
             ..WorkloadSpec::default()
         },
@@ -76,6 +88,27 @@ fn waiting_random_writes_are_served_faster_in_address_order() {
     let ratio = sixteen / one;
     println!("one disk, random 4 KiB writes over 16 MiB: {one:.0} B/s at 1 in flight, {sixteen:.0} B/s at 16 ({ratio:.2}x)");
     assert!((1.5..3.0).contains(&ratio), "{ratio:.2}x");
+}
+
+/// The RAID-5's six member disks seek at once: with 32 random 4 KiB
+/// reads in flight over 1 GiB, the array moves over four times what one
+/// of its disks moves; at one in flight, about what one disk moves (each
+/// read is one disk's). Random writes, which read and write two disks
+/// each, gain too.
+#[test]
+fn member_disks_of_an_array_serve_at_once() {
+    let blocks = 1 << 18;
+    let reads = |device, workers| throughput(device, Pattern::Uniform, 0.0, 1, workers, blocks);
+    let (raid1, disk1) = (reads("array:raid5-hibachi", 1), reads("array:disk-st6000", 1));
+    let (raid32, disk32) = (reads("array:raid5-hibachi", 32), reads("array:disk-st6000", 32));
+    let writes = |workers| writes_to("array:raid5-hibachi", Pattern::Uniform, 1, workers, blocks);
+    let (w1, w32) = (writes(1), writes(32));
+    println!(
+        "random 4 KiB reads over 1 GiB, B/s: RAID-5 {raid1:.0} at 1 in flight, {raid32:.0} at 32; one disk {disk1:.0} and {disk32:.0}; RAID-5 writes {w1:.0} and {w32:.0}"
+    );
+    assert!((0.8..1.25).contains(&(raid1 / disk1)), "{raid1} against {disk1}");
+    assert!(raid32 > 4.0 * disk32, "{raid32} against {disk32}");
+    assert!(w32 > 2.5 * w1, "{w32} against {w1}");
 }
 
 #[test]

@@ -44,6 +44,7 @@ impl Volume {
             .get_mut(slot)
             .expect("device op just inserted")
             .deadline_ns = deadline_ns;
+        self.collect_released(io.device as usize);
         let offset = io.addr * bs as u64;
         match io.dir {
             // SAFETY: the buffer (a pool buffer with a reference held by this
@@ -134,7 +135,7 @@ impl Volume {
                 op.transferred = true;
                 if op.deadline_ns > now {
                     // A held operation waits to be released
-                    // (`released`), which queues its wait.
+                    // (`release`), which queues its wait.
                     if op.deadline_ns != NOT_YET {
                         let d = op.deadline_ns;
                         self.emu_waits.push(d, token(KIND_EMU_WAIT, index));
@@ -172,8 +173,7 @@ impl Volume {
         let bs = self.cfg.block_size as u64;
         let dev = &mut self.devices[op.device as usize];
         let latency_ns = now - op.submitted_ns;
-        let released = dev.completed(op.dir, bs, latency_ns);
-        self.released(released);
+        dev.completed(op.dir, bs, latency_ns);
         self.obs
             .device_op(op.device as usize, op.dir, bs, latency_ns);
         self.settle(&op);
@@ -183,17 +183,23 @@ impl Volume {
         }
     }
 
-    /// An operation that emulated timing held (a disk array's queue)
-    /// now has its deadline; one whose transfer is done waits for it
-    /// (`emu_waits`).
-    pub(super) fn released(&mut self, released: Option<Released>) {
-        let Some(Released {
+    /// Lets go the operations that device `d`'s emulated timing held (a
+    /// disk array's queues) and now gives deadlines.
+    pub(super) fn collect_released(&mut self, d: usize) {
+        let mut released = Vec::new();
+        self.devices[d].take_released(&mut released);
+        for r in released {
+            self.release(r);
+        }
+    }
+
+    /// An operation that emulated timing held now has its deadline; one
+    /// whose transfer is done waits for it (`emu_waits`).
+    fn release(&mut self, released: Released) {
+        let Released {
             token: t,
             deadline_ns,
-        }) = released
-        else {
-            return;
-        };
+        } = released;
         assert_ne!(deadline_ns, NOT_YET, "a released operation has a deadline");
         let (kind, index) = split_token(t);
         match kind {

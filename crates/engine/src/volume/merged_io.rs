@@ -149,8 +149,12 @@ impl Volume {
         if dev.memory_backed {
             r.serve_inline(fd);
         }
+        self.merged
+            .get_mut(slot)
+            .expect("merged op just inserted")
+            .deadline_ns = deadline_ns;
+        self.collect_released(first.device as usize);
         let m = self.merged.get_mut(slot).expect("merged op just inserted");
-        m.deadline_ns = deadline_ns;
         let (iov, count) = (m.joined.as_ptr(), m.joined.len() as u32);
         let offset = first.addr * bs as u64;
         // SAFETY: every listed buffer outlives the operation (as in
@@ -191,8 +195,7 @@ impl Volume {
         let m = self.merged.remove(slot).expect("merged op");
         let bytes = m.bytes();
         let latency_ns = now - m.submitted_ns;
-        let released = self.devices[m.device as usize].completed(m.dir, bytes, latency_ns);
-        self.released(released);
+        self.devices[m.device as usize].completed(m.dir, bytes, latency_ns);
         self.obs
             .device_op(m.device as usize, m.dir, bytes, latency_ns);
         if m.result < 0 || m.result as u64 != bytes {
@@ -226,6 +229,7 @@ impl Volume {
             let op = self.ops.get_mut(p).expect("part of a merged op");
             op.submitted_ns = now;
             op.deadline_ns = deadline_ns;
+            self.collect_released(m.device as usize);
             let (ptr, offset) = (v.iov_base.cast::<u8>(), addr * bs as u64);
             match m.dir {
                 // SAFETY: as in `issue_merged`: the part's buffer lives until

@@ -259,10 +259,11 @@ impl Volume {
     }
 
     /// When the loop must call [`Volume::on_time`] next: the policy's
-    /// next tick or the earliest time an emulated device finishes an
-    /// operation.
+    /// next tick, the earliest time an emulated device finishes an
+    /// operation, or the earliest a disk array's member disk does.
     pub fn next_deadline_ns(&self) -> Option<u64> {
-        [self.next_tick_ns, self.emu_waits.next_ns()]
+        let wakes = self.devices.iter().filter_map(|d| d.next_wake_ns()).min();
+        [self.next_tick_ns, self.emu_waits.next_ns(), wakes]
             .into_iter()
             .flatten()
             .min()
@@ -582,6 +583,12 @@ impl Volume {
     /// policy's controller when a tick is due.
     pub fn on_time(&mut self, r: &mut dyn Reactor) {
         let now = r.now_ns();
+        for d in 0..self.devices.len() {
+            if self.devices[d].next_wake_ns().is_some_and(|t| t <= now) {
+                self.devices[d].wake(now);
+                self.collect_released(d);
+            }
+        }
         self.finish_due_waits(now, r);
         let (Some(due), Some(interval)) = (self.next_tick_ns, self.tick_interval_ns) else {
             return;

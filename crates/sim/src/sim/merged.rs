@@ -141,7 +141,7 @@ impl Simulator {
 
     /// Submits a request to device `d`, whose completion is `ev`: to
     /// the device's model, which says now when it completes, or to its
-    /// array's queue, which says so when it starts the request.
+    /// array's queues, which say so when its last disk operation starts.
     #[inline(always)]
     fn submit_to_device(
         &mut self,
@@ -152,33 +152,12 @@ impl Simulator {
         purpose: usize,
         ev: Ev,
     ) {
-        if self.any_array {
-            if let Some(array) = &mut self.arrays[d] {
-                self.devices[d].note_timed_elsewhere(dir, bytes, purpose);
-                if let Some(s) = array.submit(self.now, dir, bytes, addr, ev) {
-                    self.devices[d].note_service(s.service_ns);
-                    self.push(s.done_ns, s.tag);
-                }
-                return;
-            }
+        if self.any_array && self.arrays[d].is_some() {
+            self.devices[d].note_timed_elsewhere(dir, bytes, purpose);
+            return self.submit_to_array(d, dir, bytes, addr, ev);
         }
         let done = self.devices[d].submit(self.now, dir, bytes, addr, purpose);
         self.push(done, ev);
-    }
-
-    /// Device `d`'s request in service completed: when `d` is an array,
-    /// it starts the next request that waits.
-    #[inline(always)]
-    pub(super) fn array_frees(&mut self, d: usize) {
-        if !self.any_array {
-            return;
-        }
-        if let Some(array) = &mut self.arrays[d] {
-            if let Some(s) = array.complete() {
-                self.devices[d].note_service(s.service_ns);
-                self.push(s.done_ns, s.tag);
-            }
-        }
     }
 
     /// Submits `run`, operations on consecutive addresses of one device in
@@ -242,7 +221,6 @@ impl Simulator {
         let last = parts.last().expect("a merged request has parts").addr;
         self.assert_addressable(d, last);
         self.devices[d].complete(dir);
-        self.array_frees(d);
         let dead = self.is_dead(device);
         if !dead {
             // One operation, as block-layer statistics count a merged

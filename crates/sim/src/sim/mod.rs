@@ -18,6 +18,7 @@ use tiermux_core::{
 };
 
 use crate::config::{volume_spec, ClientMode, ConfigError, Resolved};
+mod arrays;
 mod contents;
 pub mod converge;
 mod failure;
@@ -33,7 +34,6 @@ pub use results::{DeviceResult, KvResult, RunResult, Sample};
 
 use crate::trace_run::TraceCursor;
 use crate::workload::Workload;
-use tiermux_device::array::ArrayTiming;
 use tiermux_device::{DeviceCounters, SimDevice};
 
 /// Why a run failed.
@@ -88,6 +88,11 @@ enum Ev {
     LoadChange,
     /// The configured device fails (`failure.rs`).
     DeviceFails {
+        device: u8,
+    },
+    /// A member disk of an array device completes an operation
+    /// (`arrays.rs`).
+    ArrayWake {
         device: u8,
     },
 }
@@ -239,7 +244,7 @@ pub struct Simulator {
     devices: Vec<SimDevice>,
     /// Per device: the disk array whose queue times its operations
     /// instead of its model (`array.rs` in the device crate).
-    arrays: Vec<Option<ArrayTiming<Ev>>>,
+    arrays: Vec<Option<arrays::SimArray>>,
     /// Whether any device is an array.
     any_array: bool,
     content: Vec<Vec<u32>>,
@@ -301,29 +306,17 @@ pub struct Simulator {
     failure: Option<crate::failure::FailureResult>,
 }
 
-/// Each device's timing model, seeded from the run's seed, and for an
-/// array device its per-disk timing.
-fn device_models(r: &Resolved) -> (Vec<SimDevice>, Vec<Option<ArrayTiming<Ev>>>) {
+/// Each device's timing model, seeded from the run's seed.
+fn device_models(r: &Resolved) -> Vec<SimDevice> {
     let cfg = &r.cfg;
-    let devices = r
-        .devices
+    r.devices
         .iter()
         .enumerate()
         .map(|(d, (_, m))| {
             let seed = tiermux_core::rng::splitmix64(cfg.seed ^ (d as u64 + 1) << 48);
             SimDevice::seeded(m.clone(), seed)
         })
-        .collect();
-    let arrays = r
-        .devices
-        .iter()
-        .map(|(name, _)| {
-            let array = name.strip_prefix(crate::config::ARRAY_PREFIX)?;
-            let timing = ArrayTiming::named(array, cfg.block_size as u64);
-            Some(timing.expect("the configuration names a known array"))
-        })
-        .collect();
-    (devices, arrays)
+        .collect()
 }
 
 impl Simulator {
@@ -361,7 +354,7 @@ impl Simulator {
         if r.volume_blocks <= DENSE_MAP_MAX_BLOCKS {
             dispatcher.make_map_dense(r.volume_blocks);
         }
-        let (devices, arrays) = device_models(&r);
+        let (devices, arrays) = (device_models(&r), arrays::arrays_of(&r));
         let n_dev = devices.len();
         let workload = Workload::new(
             &cfg.workload,
@@ -519,6 +512,7 @@ impl Simulator {
                 Ev::Sample => self.sample(),
                 Ev::LoadChange => self.load_change(),
                 Ev::DeviceFails { device } => self.device_fails(device),
+                Ev::ArrayWake { device } => self.array_wake(device as usize),
             }
             if let Some(v) = self.violation.take() {
                 return Err(SimError::Consistency(v));
@@ -792,7 +786,6 @@ impl Simulator {
         let d = device as usize;
         self.assert_addressable(d, addr);
         self.devices[d].complete(dir);
-        self.array_frees(d);
         if self.is_dead(device) {
             self.dispatcher.fail(flight, index);
             return self.drain();

@@ -376,10 +376,11 @@ fn acknowledged_writes_survive_crashes_in_virtual_time() {
     assert!(merged_ops > 1000, "{merged_ops} merged operations");
 }
 
-/// On an emulated disk array, whose queue holds the operations that
-/// arrive while it is busy and lets them go one at a time in its
-/// elevator's order: every read checks out, crashes included, in virtual
-/// time and on real threads, for the policies that run over arrays.
+/// On an emulated disk array, whose member disks' queues hold each
+/// operation until its last disk operation starts and let it go when the
+/// array wakes at a disk's completion: every read checks out, crashes
+/// included, in virtual time and on real threads, for the policies that
+/// run over arrays (`TIERMUX_TEST_SEED=N` moves the seeds by N).
 #[test]
 fn held_operations_of_an_emulated_array_complete_and_read_back() {
     // Each policy with the index of its home device, the array.
@@ -390,13 +391,16 @@ fn held_operations_of_an_emulated_array_complete_and_read_back() {
         ("classic", "write_mode = \"wb\"", 1),
     ];
     for (i, &(policy, extra, home)) in policies.iter().enumerate() {
-        for (backend, ops) in [(Backend::Sim(40 + i as u64), 4000), (Backend::Threads, 400)] {
+        for (backend, ops) in [
+            (Backend::Sim(seed_base() + 40 + i as u64), 4000),
+            (Backend::Threads, 400),
+        ] {
             let out = run(&Spec {
                 tag: &format!("array{i}-{ops}"),
                 policy,
                 extra,
                 slow: "array = \"raid5-hibachi\"",
-                seed: 30 + i as u64,
+                seed: seed_base() + 30 + i as u64,
                 ops,
                 restart_every: 40,
                 crash: true,

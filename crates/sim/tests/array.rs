@@ -99,14 +99,23 @@ fn waiting_random_writes_are_served_faster_in_address_order() {
 fn member_disks_of_an_array_serve_at_once() {
     let blocks = 1 << 18;
     let reads = |device, workers| throughput(device, Pattern::Uniform, 0.0, 1, workers, blocks);
-    let (raid1, disk1) = (reads("array:raid5-hibachi", 1), reads("array:disk-st6000", 1));
-    let (raid32, disk32) = (reads("array:raid5-hibachi", 32), reads("array:disk-st6000", 32));
+    let (raid1, disk1) = (
+        reads("array:raid5-hibachi", 1),
+        reads("array:disk-st6000", 1),
+    );
+    let (raid32, disk32) = (
+        reads("array:raid5-hibachi", 32),
+        reads("array:disk-st6000", 32),
+    );
     let writes = |workers| writes_to("array:raid5-hibachi", Pattern::Uniform, 1, workers, blocks);
     let (w1, w32) = (writes(1), writes(32));
     println!(
         "random 4 KiB reads over 1 GiB, B/s: RAID-5 {raid1:.0} at 1 in flight, {raid32:.0} at 32; one disk {disk1:.0} and {disk32:.0}; RAID-5 writes {w1:.0} and {w32:.0}"
     );
-    assert!((0.8..1.25).contains(&(raid1 / disk1)), "{raid1} against {disk1}");
+    assert!(
+        (0.8..1.25).contains(&(raid1 / disk1)),
+        "{raid1} against {disk1}"
+    );
     assert!(raid32 > 4.0 * disk32, "{raid32} against {disk32}");
     assert!(w32 > 2.5 * w1, "{w32} against {w1}");
 }

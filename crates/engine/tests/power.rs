@@ -24,7 +24,7 @@
 mod common;
 
 use common::{
-    config, config_with_slow, data_dir, seed_base, stamp, version_of, Harness, BS, MODES, VOL_BYTES,
+    config_with_slow, data_dir, seed_base, stamp, version_of, Harness, BS, MODES, VOL_BYTES,
 };
 use tiermux_core::rng::Rng;
 use tiermux_engine::buf::AlignedBuf;

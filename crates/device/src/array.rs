@@ -33,10 +33,67 @@ use tiermux_core::Op;
 use crate::disk::{st6000nm0034, Disk, DiskOp, Raid5Layout, HIBACHI_CHUNK_BYTES};
 use crate::elevator::Elevator;
 
-/// The arrays a device can name (`array = "..."` in an engine config,
-/// `array:NAME` as a simulator device): the Hibachi paper's RAID-5, and
-/// one of its disks alone.
+/// The arrays a device can name by a fixed name (`array = "..."` in an
+/// engine config, `array:NAME` as a simulator device): the Hibachi
+/// paper's RAID-5, and one of its disks alone. Any other RAID-5 of those
+/// disks is named by its shape ([`RAID5_SHAPE`]).
 pub const ARRAYS: &[&str] = &["raid5-hibachi", "disk-st6000"];
+
+/// How a RAID-5 of ST6000NM0034 disks is named by its shape:
+/// `raid5-<disks>x<chunk>`, the chunk in KiB (`k`) or MiB (`m`), as
+/// `raid5-4x64k`. `raid5-hibachi` is `raid5-6x512k`.
+pub const RAID5_SHAPE: &str = "raid5-<disks>x<chunk>, as raid5-4x64k";
+
+/// Member disks a RAID-5 may have (md allows more; past this, model
+/// runs slow down for no case anyone has asked about).
+pub const RAID5_DISKS: std::ops::RangeInclusive<usize> = 3..=32;
+
+/// Chunk sizes a RAID-5 may have, bytes: powers of two from a page to
+/// 64 MiB, as md accepts.
+pub const RAID5_CHUNK_BYTES: std::ops::RangeInclusive<u64> = 4096..=(64 << 20);
+
+/// The layout an array name gives: a RAID-5's, or `None` for one disk;
+/// an error names what is wrong with the name.
+pub fn parse_array(name: &str) -> Result<Option<Raid5Layout>, String> {
+    match name {
+        "raid5-hibachi" => return Ok(Some(Raid5Layout::new(6, HIBACHI_CHUNK_BYTES))),
+        "disk-st6000" => return Ok(None),
+        _ => {}
+    }
+    let unknown = || {
+        format!(
+            "unknown array '{name}' (known: {}, or {RAID5_SHAPE})",
+            ARRAYS.join(", ")
+        )
+    };
+    let shape = name.strip_prefix("raid5-").ok_or_else(unknown)?;
+    let (disks, chunk) = shape.split_once('x').ok_or_else(unknown)?;
+    let disks: usize = disks.parse().map_err(|_| unknown())?;
+    let (number, unit) = chunk.split_at(chunk.len().saturating_sub(1));
+    let shift = match unit {
+        "k" | "K" => 10,
+        "m" | "M" => 20,
+        _ => return Err(unknown()),
+    };
+    let chunk_bytes = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(unknown)?;
+    if !RAID5_DISKS.contains(&disks) {
+        return Err(format!(
+            "array '{name}': a RAID-5 here has {} to {} disks",
+            RAID5_DISKS.start(),
+            RAID5_DISKS.end()
+        ));
+    }
+    if !chunk_bytes.is_power_of_two() || !RAID5_CHUNK_BYTES.contains(&chunk_bytes) {
+        return Err(format!(
+            "array '{name}': the chunk is a power of two from 4k to 64m"
+        ));
+    }
+    Ok(Some(Raid5Layout::new(disks, chunk_bytes)))
+}
 
 /// A request whose completion time is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,21 +177,19 @@ fn dir_index(dir: Op) -> usize {
 }
 
 impl<T> ArrayTiming<T> {
-    /// The array `name` (see [`ARRAYS`]) addressed in blocks of
-    /// `block_bytes`, or `None` for an unknown name.
-    pub fn named(name: &str, block_bytes: u64) -> Option<ArrayTiming<T>> {
+    /// The array `name` (see [`ARRAYS`] and [`RAID5_SHAPE`]) addressed
+    /// in blocks of `block_bytes`; an error names what is wrong with the
+    /// name.
+    pub fn named(name: &str, block_bytes: u64) -> Result<ArrayTiming<T>, String> {
         assert!(block_bytes > 0, "an array addressed in empty blocks");
-        let (layout, disks) = match name {
-            "raid5-hibachi" => (Some(Raid5Layout::new(6, HIBACHI_CHUNK_BYTES)), 6),
-            "disk-st6000" => (None, 1),
-            _ => return None,
-        };
+        let layout = parse_array(name)?;
+        let disks = layout.map_or(1, |l| l.disks);
         let member = || Member {
             disk: Disk::new(st6000nm0034()),
             queue: Elevator::default(),
             serving: None,
         };
-        Some(ArrayTiming {
+        Ok(ArrayTiming {
             name: name.to_string(),
             layout,
             block_bytes,
@@ -468,6 +523,52 @@ mod tests {
         done
     }
 
+    /// Array names: the fixed ones, RAID-5 shapes, and names that say
+    /// what is wrong with them; `raid5-6x512k` is the Hibachi paper's
+    /// array under another name and times the same.
+    #[test]
+    fn arrays_are_named_by_shape() {
+        assert_eq!(
+            parse_array("raid5-4x64k"),
+            Ok(Some(Raid5Layout::new(4, 64 << 10)))
+        );
+        assert_eq!(
+            parse_array("raid5-32x1m"),
+            Ok(Some(Raid5Layout::new(32, 1 << 20)))
+        );
+        assert_eq!(parse_array("disk-st6000"), Ok(None));
+        for (bad, says) in [
+            ("raid6", "unknown array 'raid6' (known: raid5-hibachi, disk-st6000, or raid5-<disks>x<chunk>"),
+            ("raid5-4x64", "unknown array"),
+            ("raid5-x64k", "unknown array"),
+            ("raid5-4x", "unknown array"),
+            ("raid5-4x99999999999999999999k", "unknown array"),
+            ("raid5-2x64k", "3 to 32 disks"),
+            ("raid5-33x64k", "3 to 32 disks"),
+            ("raid5-4x48k", "power of two"),
+            ("raid5-4x2k", "power of two"),
+            ("raid5-4x128m", "power of two"),
+        ] {
+            let e = parse_array(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let mut rng = 5u64;
+        let reqs: Vec<_> = (0..400)
+            .map(|k| {
+                let dir = if k % 3 == 0 { Op::Read } else { Op::Write };
+                (
+                    k * 1_000_000,
+                    dir,
+                    1 + lcg(&mut rng) % 32,
+                    lcg(&mut rng) % (1 << 22),
+                )
+            })
+            .collect();
+        assert_eq!(run("raid5-6x512k", &reqs), run("raid5-hibachi", &reqs));
+        let four = run("raid5-4x64k", &reqs);
+        assert_ne!(four, run("raid5-hibachi", &reqs));
+    }
+
     /// A small deterministic generator for the randomized tests.
     fn lcg(state: &mut u64) -> u64 {
         *state = state
@@ -588,7 +689,7 @@ mod tests {
             ],
         );
         assert!(idle[1] <= d[0] + 5 + transfer_ns + 1, "{idle:?}");
-        assert!(ArrayTiming::<u32>::named("raid6", 4096).is_none());
+        assert!(ArrayTiming::<u32>::named("raid6", 4096).is_err());
     }
 
     /// A request of 64 blocks ends when the same blocks submitted one

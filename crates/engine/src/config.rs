@@ -444,15 +444,7 @@ fn parse_devices(
                     "a device has a profile or an array, not both",
                 ));
             }
-            if !crate::emulate::ARRAYS.contains(&a.as_str()) {
-                return Err(cerr(
-                    format!("{field}.array"),
-                    format!(
-                        "unknown array '{a}' (known: {})",
-                        crate::emulate::ARRAYS.join(", ")
-                    ),
-                ));
-            }
+            tiermux_device::array::parse_array(a).map_err(|e| cerr(format!("{field}.array"), e))?;
         }
         if let Some(f) = &d.faults {
             f.check().map_err(|e| cerr(format!("{field}.faults"), e))?;
@@ -591,6 +583,14 @@ write_mode = "wb"
             (
                 GOOD.replace("optane-905p", "warp-drive"),
                 "unknown profile 'warp-drive'",
+            ),
+            (
+                GOOD.replace("profile = \"optane-905p\"", "array = \"raid5-2x64k\""),
+                "device[0] (fast).array: array 'raid5-2x64k': a RAID-5 here has 3 to 32 disks",
+            ),
+            (
+                GOOD.replace("profile = \"optane-905p\"", "array = \"raid9\""),
+                "unknown array 'raid9' (known: raid5-hibachi, disk-st6000, or raid5-<disks>x<chunk>",
             ),
             (
                 GOOD.replace(

@@ -125,11 +125,12 @@ pub struct EmulatedArray {
 pub use tiermux_device::array::ARRAYS;
 
 impl EmulatedArray {
-    /// The array `name` (see [`ARRAYS`]) for a device of `block_bytes`
-    /// blocks, or `None` for an unknown name.
-    pub fn new(name: &str, block_bytes: u64) -> Option<EmulatedArray> {
+    /// The array `name` (see [`ARRAYS`] and
+    /// [`tiermux_device::array::RAID5_SHAPE`]) for a device of
+    /// `block_bytes` blocks; an error names what is wrong with the name.
+    pub fn new(name: &str, block_bytes: u64) -> Result<EmulatedArray, String> {
         let timing = tiermux_device::array::ArrayTiming::named(name, block_bytes)?;
-        Some(EmulatedArray {
+        Ok(EmulatedArray {
             timing,
             started: Vec::new(),
             released: Vec::new(),
@@ -219,7 +220,7 @@ mod tests {
         raid.take_released(&mut out);
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(out[0].token == 9 && out[0].deadline_ns > reads_done + 4_000_000);
-        assert!(EmulatedArray::new("raid6", 4096).is_none());
+        assert!(EmulatedArray::new("raid6", 4096).is_err());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A disk array as a simulated device (`array:NAME`): its queue times the
 //! operations, so that long sequential writes move many times the bytes
 //! of small random ones (the seeks and rotations the model charges), and
-//! an unknown array is refused by name.
+//! an unknown array is refused by name (a RAID-5 may be named by its
+//! shape).
 
 use tiermux_sim::workload::{Pattern, WorkloadSpec};
 use tiermux_sim::{run, ClientSpec, SimConfig};
@@ -129,6 +130,18 @@ fn an_unknown_array_is_refused_by_name() {
     let e = cfg.resolve().unwrap_err().to_string();
     assert!(
         e.contains("devices[1]") && e.contains("raid5-hibachi"),
+        "{e}"
+    );
+    // A RAID-5 named by its shape resolves; a shape md would not build
+    // is refused with what is wrong.
+    let shaped = |name: &str| SimConfig {
+        devices: vec!["dram".into(), format!("array:{name}")],
+        ..SimConfig::default()
+    };
+    assert!(shaped("raid5-4x64k").resolve().is_ok());
+    let e = shaped("raid5-4x48k").resolve().unwrap_err().to_string();
+    assert!(
+        e.contains("devices[1]") && e.contains("power of two"),
         "{e}"
     );
 }

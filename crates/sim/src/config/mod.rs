@@ -275,22 +275,16 @@ pub struct Resolved {
 }
 
 /// A device named `array:NAME` is the disk array NAME
-/// ([`tiermux_device::array::ARRAYS`]), timed by its queue.
+/// ([`tiermux_device::array::ARRAYS`], or a RAID-5 named by its shape,
+/// [`tiermux_device::array::RAID5_SHAPE`]), timed by its queues.
 pub const ARRAY_PREFIX: &str = "array:";
 
 /// The model kept for an array device (`devices[i]` = `array:NAME`): the
-/// `hdd` profile's, for what reads a model; the array's queue times its
+/// `hdd` profile's, for what reads a model; the array's queues time its
 /// operations ([`tiermux_device::array::ArrayTiming`]).
-fn array_model(i: usize, name: &str, block_size: u32) -> Result<DeviceModel, ConfigError> {
-    if tiermux_device::array::ArrayTiming::<()>::named(name, block_size.max(1) as u64).is_none() {
-        return Err(ConfigError::new(
-            format!("devices[{i}]"),
-            format!(
-                "unknown array '{name}' (known: {})",
-                tiermux_device::array::ARRAYS.join(", ")
-            ),
-        ));
-    }
+fn array_model(i: usize, name: &str) -> Result<DeviceModel, ConfigError> {
+    tiermux_device::array::parse_array(name)
+        .map_err(|e| ConfigError::new(format!("devices[{i}]"), e))?;
     let hdd = tiermux_device::find_builtin("hdd").expect("a built-in hdd profile");
     Ok(hdd.model().expect("the hdd profile derives"))
 }
@@ -472,7 +466,7 @@ impl SimConfig {
         let mut devices = Vec::new();
         for (i, name) in c.devices.iter().enumerate() {
             if let Some(array) = name.strip_prefix(ARRAY_PREFIX) {
-                devices.push((name.clone(), array_model(i, array, c.block_size)?));
+                devices.push((name.clone(), array_model(i, array)?));
                 continue;
             }
             let spec = lookup_profile(name, &c.profiles).ok_or_else(|| {

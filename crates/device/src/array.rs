@@ -427,6 +427,10 @@ impl<T> ArrayTiming<T> {
     /// writes are queued.
     fn read_done(&mut self, slot: u32, t: u64) {
         let r = self.reqs[slot as usize].as_mut().expect("a read's request");
+        assert!(
+            r.reads_left > 0,
+            "request {slot} completed more reads than it has"
+        );
         r.reads_left -= 1;
         if r.reads_left == 0 {
             let writes = std::mem::take(&mut r.writes);
@@ -445,6 +449,7 @@ impl<T> ArrayTiming<T> {
             let Some(q) = m.queue.dispatch(t) else {
                 continue;
             };
+            assert!(q.arrived_ns <= t, "an operation starts before it is queued");
             let ms = m.disk.serve(q.offset_bytes, q.bytes, q.dir == Op::Write);
             let done_ns = t + ((ms * 1e6) as u64).max(1);
             m.serving = Some((done_ns, q.tag));

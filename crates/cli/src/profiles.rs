@@ -64,6 +64,11 @@ pub fn table() {
         }
     }
     outln!("\nAlso: fixed:R, a device serving R ops/s one at a time (the Orthus paper's model).");
+    outln!(
+        "Disk arrays (array:NAME in the simulator, array = \"NAME\" in a volume): {}, or {}; docs/traces.md.",
+        tiermux_device::array::ARRAYS.join(", "),
+        tiermux_device::array::RAID5_SHAPE
+    );
     outln!("Where each parameter comes from: tiermux profiles --sources.");
 }
 

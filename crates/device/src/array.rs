@@ -574,6 +574,45 @@ mod tests {
         assert_ne!(four, run("raid5-hibachi", &reqs));
     }
 
+    /// Randomized over shapes and block sizes: chunks smaller and larger
+    /// than a block, requests of up to 64 blocks. Every request completes
+    /// once, after it was submitted, and the array ends idle.
+    #[test]
+    fn every_shape_completes_what_it_is_given() {
+        for name in ["raid5-3x4k", "raid5-5x64k", "raid5-12x1m", "disk-st6000"] {
+            for block_bytes in [512u64, 4096, 65536] {
+                let mut a = ArrayTiming::named(name, block_bytes).unwrap();
+                let (mut rng, mut now, mut out) = (13u64, 0u64, Vec::new());
+                let mut submitted = Vec::new();
+                for i in 0..2_000usize {
+                    now += lcg(&mut rng) % 2_000_000;
+                    let dir = if lcg(&mut rng).is_multiple_of(2) {
+                        Op::Read
+                    } else {
+                        Op::Write
+                    };
+                    let blocks = 1 + lcg(&mut rng) % 64;
+                    let addr = lcg(&mut rng) % (1 << 20);
+                    a.submit(now, dir, blocks * block_bytes, addr, i, &mut out);
+                    submitted.push(now);
+                }
+                while let Some(t) = a.next_event_ns() {
+                    a.advance(t, &mut out);
+                }
+                assert_eq!(a.in_flight(), 0, "{name}, {block_bytes} B blocks");
+                let mut seen = vec![false; submitted.len()];
+                for s in &out {
+                    assert!(
+                        !seen[s.tag] && s.done_ns > submitted[s.tag],
+                        "{name}: {s:?}"
+                    );
+                    seen[s.tag] = true;
+                }
+                assert!(seen.iter().all(|&x| x), "{name}, {block_bytes} B blocks");
+            }
+        }
+    }
+
     /// A small deterministic generator for the randomized tests.
     fn lcg(state: &mut u64) -> u64 {
         *state = state

@@ -139,8 +139,8 @@ struct Req<T> {
     done_ns: u64,
 }
 
-/// Where the last request of a direction ended, and whether it is still
-/// in the array (its slot) or completes at a known time.
+/// Where the last write ended, and whether it is still in the array (its
+/// slot) or completes at a known time.
 #[derive(Clone, Copy, Debug)]
 enum Last {
     Pending { end_bytes: u64, req: u32 },
@@ -157,7 +157,9 @@ pub struct ArrayTiming<T> {
     members: Vec<Member>,
     reqs: Vec<Option<Req<T>>>,
     free: Vec<u32>,
-    last: [Option<Last>; 2],
+    /// The last write (reads continue one another by the disks' heads
+    /// alone).
+    last_write: Option<Last>,
     /// Time of the latest call, ns: calls come in time order.
     clock_ns: u64,
     /// Time at least one member was busy, not yet taken, ns.
@@ -166,14 +168,6 @@ pub struct ArrayTiming<T> {
     busy_until_ns: u64,
     /// Scratch space for planning.
     scratch: Vec<DiskOp>,
-}
-
-/// The index of `dir` in per-direction arrays.
-fn dir_index(dir: Op) -> usize {
-    match dir {
-        Op::Read => 0,
-        Op::Write => 1,
-    }
 }
 
 impl<T> ArrayTiming<T> {
@@ -196,7 +190,7 @@ impl<T> ArrayTiming<T> {
             members: (0..disks).map(|_| member()).collect(),
             reqs: Vec::new(),
             free: Vec::new(),
-            last: [None, None],
+            last_write: None,
             clock_ns: 0,
             busy_ns: 0,
             busy_until_ns: 0,
@@ -260,11 +254,13 @@ impl<T> ArrayTiming<T> {
             unstarted: 0,
             done_ns: now_ns,
         });
-        let cached = self.continues(dir, offset, now_ns);
-        self.last[dir_index(dir)] = Some(Last::Pending {
-            end_bytes,
-            req: slot,
-        });
+        let cached = dir == Op::Write && self.continues_write(offset, now_ns);
+        if dir == Op::Write {
+            self.last_write = Some(Last::Pending {
+                end_bytes,
+                req: slot,
+            });
+        }
         self.plan(slot, dir, offset, bytes, cached, now_ns);
         self.start_idle(now_ns, out);
     }
@@ -296,7 +292,7 @@ impl<T> ArrayTiming<T> {
     /// The write still waiting for its reads, if it was the last write
     /// submitted.
     fn pending_write(&self) -> Option<u32> {
-        match self.last[1] {
+        match self.last_write {
             Some(Last::Pending { req, .. }) => {
                 let r = self.reqs[req as usize].as_ref().expect("pending");
                 (r.reads_left > 0).then_some(req)
@@ -310,7 +306,7 @@ impl<T> ArrayTiming<T> {
     /// planned again over both. Returns the joined request's slot.
     fn try_join(&mut self, offset: u64, end_bytes: u64) -> Option<u32> {
         let req = self.pending_write()?;
-        match self.last[1] {
+        match self.last_write {
             Some(Last::Pending { end_bytes: end, .. }) if end == offset => {}
             _ => return None,
         }
@@ -320,14 +316,14 @@ impl<T> ArrayTiming<T> {
         writes.clear();
         self.plan_writes(start, end_bytes - start, &mut writes);
         self.reqs[req as usize].as_mut().expect("pending").writes = writes;
-        self.last[1] = Some(Last::Pending { end_bytes, req });
+        self.last_write = Some(Last::Pending { end_bytes, req });
         Some(req)
     }
 
-    /// Whether a request at `offset` continues the last of its direction
-    /// while that is in the array (md's stripe cache holds its stripe).
-    fn continues(&self, dir: Op, offset: u64, now_ns: u64) -> bool {
-        match self.last[dir_index(dir)] {
+    /// Whether a write at `offset` continues the last write while that is
+    /// in the array (md's stripe cache holds its stripe).
+    fn continues_write(&self, offset: u64, now_ns: u64) -> bool {
+        match self.last_write {
             Some(Last::Pending { end_bytes, .. }) => end_bytes == offset,
             Some(Last::Known { end_bytes, done_ns }) => end_bytes == offset && done_ns > now_ns,
             None => false,
@@ -475,14 +471,12 @@ impl<T> ArrayTiming<T> {
         }
         let r = self.reqs[slot as usize].take().expect("a started request");
         self.free.push(slot);
-        for last in self.last.iter_mut() {
-            if let Some(Last::Pending { end_bytes, req }) = *last {
-                if req == slot {
-                    *last = Some(Last::Known {
-                        end_bytes,
-                        done_ns: r.done_ns,
-                    });
-                }
+        if let Some(Last::Pending { end_bytes, req }) = self.last_write {
+            if req == slot {
+                self.last_write = Some(Last::Known {
+                    end_bytes,
+                    done_ns: r.done_ns,
+                });
             }
         }
         out.push(Started {

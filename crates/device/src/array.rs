@@ -289,28 +289,21 @@ impl<T> ArrayTiming<T> {
         }
     }
 
-    /// The write still waiting for its reads, if it was the last write
-    /// submitted.
-    fn pending_write(&self) -> Option<u32> {
-        match self.last_write {
-            Some(Last::Pending { req, .. }) => {
-                let r = self.reqs[req as usize].as_ref().expect("pending");
-                (r.reads_left > 0).then_some(req)
-            }
-            _ => None,
-        }
-    }
-
     /// Joins a write of `[offset, end_bytes)` to the last write if that
     /// ends at `offset` and still waits for its reads: its writes are
     /// planned again over both. Returns the joined request's slot.
     fn try_join(&mut self, offset: u64, end_bytes: u64) -> Option<u32> {
-        let req = self.pending_write()?;
-        match self.last_write {
-            Some(Last::Pending { end_bytes: end, .. }) if end == offset => {}
-            _ => return None,
-        }
+        let Some(Last::Pending {
+            end_bytes: end,
+            req,
+        }) = self.last_write
+        else {
+            return None;
+        };
         let r = self.reqs[req as usize].as_mut().expect("pending");
+        if end != offset || r.reads_left == 0 {
+            return None;
+        }
         let start = r.start_bytes;
         let mut writes = std::mem::take(&mut r.writes);
         writes.clear();

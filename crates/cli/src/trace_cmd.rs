@@ -271,7 +271,7 @@ pub fn replay_cmd(
                 flush_log: opts.flush_log.as_deref(),
             };
             run.print_table(&t, sizes)?;
-            outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes, DEVICE % of reads served by a device, DEVICE wr pages written to a device; stored pages are the writes reaching home, in runs of consecutive pages; RAID-5 MB/s is their modelled write throughput on six 7,200 rpm disks, one run at a time)");
+            outln!("(trace read in {load_s:.2} s; read % and write % are hit ratios of reads and writes, DEVICE % of reads served by a device, DEVICE wr pages written to a device; stored pages are the writes reaching home, as the requests the policy hands out (runs: a flush of consecutive pages is one); RAID-5 MB/s is their modelled write throughput on six 7,200 rpm disks, one request at a time)");
         }
     }
     Ok(())
@@ -384,8 +384,9 @@ fn aligned(cells: &[String], widths: &[usize]) -> String {
     line
 }
 
-/// Write throughput of storage-write runs replayed one at a time on the
-/// Hibachi paper's RAID-5 array (six 7,200 rpm disks), MB/s.
+/// Write throughput of storage-write requests (first page, pages)
+/// replayed one at a time on the Hibachi paper's RAID-5 array (six 7,200
+/// rpm disks), MB/s.
 pub(crate) fn raid5_mb_s(runs: &[(u64, u64)], page_bytes: u64) -> f64 {
     let mut array = tiermux_device::disk::Raid5::hibachi_paper();
     for &(start, len) in runs {

@@ -6,7 +6,12 @@
 //! finished before the next one starts. What it measures is placement:
 //! hits per serving device (for reads and writes apart), misses, device
 //! operations per purpose, and the writes that reach the storage (the
-//! home device) as runs of consecutive blocks, optionally as a log.
+//! home device) as the requests a driver would send it, optionally as a
+//! log: the home writes handed out together, grouped into runs of
+//! consecutive blocks ([`merge::runs`], as the simulator and the engine
+//! merge them). A flush of a run of dirty pages is one request; flushes
+//! handed out one after another are requests of their own, as the
+//! Hibachi authors' simulator logs them for replay.
 //! Controllers that tune themselves on measured latency (NHC, SIB, LBICA)
 //! get no ticks here and keep their initial settings; run them in the
 //! simulator to see them tune.
@@ -14,10 +19,14 @@
 //! [`hit_ratio`] is the fast path for pure replacement (LRU, ARC): the same
 //! algorithms without the dispatcher or the placement map.
 
+use tiermux_core::dispatch::merge::{merge_key, runs};
 use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
 use tiermux_core::replacement::{HitRatioCache, ReplacementKind};
+
 use tiermux_core::types::MAX_DEVICES;
-use tiermux_core::{build_policy, Access, Dispatcher, Op, Outcome, Params, PolicyError, Purpose};
+use tiermux_core::{
+    build_policy, Access, Dispatcher, Op, Outcome, Params, PolicyError, Purpose, Ready,
+};
 
 /// Hit ratio of `pages` through a cache of `capacity` pages.
 pub fn hit_ratio(
@@ -56,15 +65,13 @@ pub struct ReplayStats {
     pub writes: [[u64; Purpose::COUNT]; MAX_DEVICES],
     /// Blocks written to the home device (the storage), every purpose.
     pub storage_blocks: u64,
-    /// Writes to the home device (the storage), as runs of consecutive
-    /// blocks written one after another: run counts by length class
+    /// Write requests to the home device (the storage), each a run of
+    /// consecutive blocks handed out together: counts by length class
     /// (class `k` holds lengths in `(2^(k-1), 2^k]`, class 0 length 1).
     pub storage_run_classes: Vec<u64>,
-    /// The storage writes as runs (first block, blocks), in order, when
+    /// The storage write requests (first block, blocks), in order, when
     /// the replay keeps a log.
     pub storage_log: Option<Vec<(u64, u64)>>,
-    /// The run being extended, not yet counted.
-    open_run: Option<(u64, u64)>,
 }
 
 impl ReplayStats {
@@ -119,28 +126,33 @@ impl ReplayStats {
         (64 - (blocks - 1).leading_zeros()) as usize
     }
 
-    fn storage_write(&mut self, block: u64) {
-        self.storage_blocks += 1;
-        match &mut self.open_run {
-            Some((start, len)) if *start + *len == block => *len += 1,
-            _ => {
-                self.close_run();
-                self.open_run = Some((block, 1));
-            }
+    /// Counts the home writes of `batch` (operations handed out together)
+    /// as requests: runs of consecutive blocks. `home_writes` is scratch.
+    fn storage_requests(&mut self, batch: &[Ready], home: u8, home_writes: &mut Vec<Ready>) {
+        home_writes.clear();
+        home_writes.extend(
+            batch
+                .iter()
+                .filter(|r| r.io.device == home && r.io.dir == Op::Write),
+        );
+        home_writes.sort_by_key(merge_key);
+        let mut first = 0;
+        for len in runs(home_writes, usize::MAX) {
+            self.storage_request(home_writes[first].io.addr, len as u64);
+            first += len;
         }
     }
 
-    fn close_run(&mut self) {
-        let Some((start, len)) = self.open_run.take() else {
-            return;
-        };
-        let class = Self::run_class(len);
+    /// Counts one storage write request of `blocks` blocks from `start`.
+    fn storage_request(&mut self, start: u64, blocks: u64) {
+        self.storage_blocks += blocks;
+        let class = Self::run_class(blocks);
         if self.storage_run_classes.len() <= class {
             self.storage_run_classes.resize(class + 1, 0);
         }
         self.storage_run_classes[class] += 1;
         if let Some(log) = &mut self.storage_log {
-            log.push((start, len));
+            log.push((start, blocks));
         }
     }
 }
@@ -158,34 +170,40 @@ pub fn replay(
         storage_log: log_storage.then(Vec::new),
         ..ReplayStats::default()
     };
+    let mut scratch = (Vec::new(), Vec::new());
     for (tag, access) in accesses.into_iter().enumerate() {
         dispatcher.submit(tag as u64, access);
         s.read_accesses += (access.op == Op::Read) as u64;
-        settle(dispatcher, &mut s, access.op, home);
+        settle(dispatcher, &mut s, access.op, home, &mut scratch);
     }
-    s.close_run();
     assert!(dispatcher.is_idle(), "zero-time replay left work in flight");
     s
 }
 
 /// Completes everything the dispatcher hands out, including what the
 /// completions release, and counts the acknowledgements (of an access of
-/// `op`).
-fn settle(dispatcher: &mut Dispatcher, s: &mut ReplayStats, op: Op, home: u8) {
+/// `op`). Each pass takes what is ready at once, as a driver would, and
+/// completes it in the order handed out; `scratch` holds the batch and
+/// its home writes.
+fn settle(
+    dispatcher: &mut Dispatcher,
+    s: &mut ReplayStats,
+    op: Op,
+    home: u8,
+    scratch: &mut (Vec<Ready>, Vec<Ready>),
+) {
+    let (batch, home_writes) = scratch;
     loop {
-        let mut progressed = false;
-        while let Some(r) = dispatcher.pop_ready() {
-            progressed = true;
+        batch.clear();
+        batch.extend(std::iter::from_fn(|| dispatcher.pop_ready()));
+        let mut progressed = !batch.is_empty();
+        s.storage_requests(batch, home, home_writes);
+        for r in batch.iter() {
             let d = r.io.device as usize;
             let p = r.io.purpose.index();
             match r.io.dir {
                 Op::Read => s.reads[d][p] += 1,
-                Op::Write => {
-                    s.writes[d][p] += 1;
-                    if r.io.device == home {
-                        s.storage_write(r.io.addr);
-                    }
-                }
+                Op::Write => s.writes[d][p] += 1,
             }
             dispatcher.complete(r.flight, r.index, 0);
         }

@@ -81,6 +81,23 @@ fn hibachi_flushes_long_dirty_runs_in_one_write() {
     assert_eq!(s.storage_log.unwrap()[0], (1000, 1));
 }
 
+/// Storage writes count as the requests the policy hands out: pages that
+/// Hybrid-LRU flushes one eviction at a time are one-page requests even
+/// where their addresses follow one another, as the Hibachi authors'
+/// simulator logs them for fio (a line per flushed page; a line per run
+/// that Hibachi flushes).
+#[test]
+fn flushes_handed_out_apart_are_requests_apart() {
+    let a: Vec<(u64, Op)> = (0..40).map(|p| (p, Op::Write)).collect();
+    let l = run("hybrid-lru", &Params::new(), &a, 64);
+    let one_by_one: Vec<(u64, u64)> = (0..8).map(|p| (p, 1)).collect();
+    assert_eq!(l.storage_log.unwrap(), one_by_one);
+    // Hibachi flushes the whole dirty run (NVRAM's 32 pages and the slot
+    // it keeps back) in one request.
+    let h = run("hibachi", &Params::new(), &a, 64);
+    assert_eq!(h.storage_log.unwrap(), vec![(0, 33)]);
+}
+
 /// Hibachi's clean cache keeps frequently read pages that LRU would lose
 /// to a scan; a read-hot page borrowing NVRAM moves to DRAM.
 #[test]

@@ -10,7 +10,7 @@ use clap::Subcommand;
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_trace::arrivals::Arrivals;
 use tiermux_trace::info::TraceInfo;
-use tiermux_trace::replay::{replay_accesses, TraceVolume};
+use tiermux_trace::replay::{replay_accesses, TraceVolume, RUN_LENGTH_BUCKETS};
 use tiermux_trace::synth::SynthSpec;
 use tiermux_trace::{formats, BlockTrace, Format, PageTrace};
 
@@ -335,6 +335,7 @@ impl PolicyReplay<'_> {
             "RAID-5 MB/s",
             "refs/s"
         );
+        let mut histograms = Vec::with_capacity(sizes.len());
         for &n in sizes {
             let s = Instant::now();
             let r = replay_accesses(
@@ -370,8 +371,22 @@ impl PolicyReplay<'_> {
                 let file = PathBuf::from(format!("{}.{n}", path.display()));
                 write_iolog(&file, runs, self.page_bytes)?;
             }
+            histograms.push((n, r.run_length_histogram()));
         }
+        print_run_lengths(&histograms);
         Ok(())
+    }
+}
+
+/// The storage write requests of each cache size by length, in pages.
+fn print_run_lengths(histograms: &[(usize, [u64; RUN_LENGTH_BUCKETS.len()])]) {
+    outln!("storage write requests by length (pages):");
+    let widths: Vec<usize> = RUN_LENGTH_BUCKETS.iter().map(|b| b.len().max(8)).collect();
+    let head: Vec<String> = RUN_LENGTH_BUCKETS.iter().map(|b| b.to_string()).collect();
+    outln!("{:>12}{}", "cache pages", aligned(&head, &widths));
+    for (n, counts) in histograms {
+        let cells: Vec<String> = counts.iter().map(u64::to_string).collect();
+        outln!("{n:>12}{}", aligned(&cells, &widths));
     }
 }
 

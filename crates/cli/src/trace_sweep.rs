@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use tiermux_report::{PlotSpec, Table};
-use tiermux_trace::replay::{replay_accesses, ReplayStats, TraceVolume};
+use tiermux_trace::replay::{replay_accesses, ReplayStats, TraceVolume, RUN_LENGTH_BUCKETS};
 use tiermux_trace::spec::value_text;
 use tiermux_trace::TraceSource;
 
@@ -119,7 +119,9 @@ impl TraceSweep {
             "raid5_mb_per_s",
         ]
         .map(String::from)
-        .to_vec()
+        .into_iter()
+        .chain(RUN_LENGTH_BUCKETS.iter().map(|b| run_length_column(b)))
+        .collect()
     }
 }
 
@@ -143,6 +145,18 @@ fn row(trace: &str, policy: &str, pages: u64, r: &ReplayStats, page_bytes: u64) 
             crate::trace_cmd::raid5_mb_s(r.storage_log.as_deref().unwrap_or(&[]), page_bytes)
         ),
     ]
+    .into_iter()
+    .chain(r.run_length_histogram().iter().map(u64::to_string))
+    .collect()
+}
+
+/// The `results.csv` column of the storage write requests whose length
+/// falls in `bucket` (`runs_len_3_4` for "3-4", `runs_len_over_256`).
+fn run_length_column(bucket: &str) -> String {
+    match bucket.strip_prefix('>') {
+        Some(over) => format!("runs_len_over_{over}"),
+        None => format!("runs_len_{}", bucket.replace('-', "_")),
+    }
 }
 
 /// Checks a sweep file without replaying it (`--check`).

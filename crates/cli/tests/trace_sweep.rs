@@ -62,6 +62,14 @@ fn a_sweep_gives_what_replay_gives() {
         .map(|l| l.split(',').collect())
         .collect();
     assert_eq!(rows.len(), 8, "{csv}");
+    // The flushed runs' length histogram: its buckets hold every request.
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert_eq!(header[12], "runs_len_1", "{csv}");
+    assert_eq!(header.last(), Some(&"runs_len_over_256"), "{csv}");
+    for r in &rows {
+        let in_buckets: u64 = r[12..].iter().map(|v| v.parse::<u64>().unwrap()).sum();
+        assert_eq!(in_buckets.to_string(), r[9], "{r:?}");
+    }
     let trace = dir.path().join("streamy.msr");
     ok(&[
         "trace",
@@ -89,6 +97,7 @@ fn a_sweep_gives_what_replay_gives() {
             "--cache-pages",
             "64,512",
         ]);
+        assert!(text.contains("storage write requests by length (pages):"));
         // Columns: size, hit, read, dram, nvram, write, nvram wr, stored,
         // runs, mean run, RAID-5 MB/s.
         for line in text.lines().skip(2).take(2) {

@@ -41,6 +41,11 @@ pub fn hit_ratio(
     c.hit_ratio()
 }
 
+/// The length buckets of [`ReplayStats::run_length_histogram`], in pages.
+pub const RUN_LENGTH_BUCKETS: [&str; 10] = [
+    "1", "2", "3-4", "5-8", "9-16", "17-32", "33-64", "65-128", "129-256", ">256",
+];
+
 /// What a replay counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReplayStats {
@@ -118,6 +123,16 @@ impl ReplayStats {
     /// Runs of storage writes.
     pub fn storage_runs(&self) -> u64 {
         self.storage_run_classes.iter().sum()
+    }
+
+    /// Storage write requests by length, in the buckets of
+    /// [`RUN_LENGTH_BUCKETS`] (the length classes, the longest together).
+    pub fn run_length_histogram(&self) -> [u64; RUN_LENGTH_BUCKETS.len()] {
+        let mut buckets = [0; RUN_LENGTH_BUCKETS.len()];
+        for (class, &requests) in self.storage_run_classes.iter().enumerate() {
+            buckets[class.min(RUN_LENGTH_BUCKETS.len() - 1)] += requests;
+        }
+        buckets
     }
 
     /// The length class of a run of `blocks` (see `storage_run_classes`).
@@ -388,6 +403,25 @@ mod tests {
     fn pages(n: usize, seed: u64) -> Vec<u64> {
         let mut rng = tiermux_core::rng::Rng::new(seed);
         (0..n).map(|_| rng.below(500).min(rng.below(500))).collect()
+    }
+
+    /// Each request counts in the bucket its length falls in: 1, 2, 3-4,
+    /// ... 129-256, and everything longer together.
+    #[test]
+    fn requests_fall_in_their_length_buckets() {
+        let mut s = ReplayStats::default();
+        for (start, blocks) in [(0, 1), (10, 1), (20, 2), (30, 3), (40, 4), (50, 5)] {
+            s.storage_request(start, blocks);
+        }
+        for blocks in [128, 129, 256, 257, 100_000] {
+            s.storage_request(1_000_000, blocks);
+        }
+        assert_eq!(s.run_length_histogram(), [2, 1, 2, 1, 0, 0, 0, 1, 2, 2]);
+        assert_eq!(s.storage_runs(), 11);
+        assert_eq!(
+            s.storage_blocks,
+            1 + 1 + 2 + 3 + 4 + 5 + 128 + 129 + 256 + 257 + 100_000
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 # the storage writes of Hibachi and Hybrid-LRU (`tiermux replay
 # --flush-log`, the ts_0 preset, half DRAM and half NVRAM) replayed by fio,
 # one write at a time, through NBD onto a volume whose one device emulates
-# the paper's RAID-5 array (`array = "raid5-hibachi"`, in real time). A
+# the paper's RAID-5 array in real time (examples/raid5-array.toml). A
 # whole log takes the emulated disks hours, so fio replays a slice of each:
 # WRITES writes from the middle of the log. Beside each, the serial array
 # model's throughput on the same slice (`iolog_raid5`) and on the whole log
@@ -27,27 +27,16 @@ for policy in hybrid-lru hibachi; do
         --cache-pages "$sizes" --flush-log "$out/$policy" >"$out/$policy.txt"
 done
 
-cat >"$out/array.toml" <<'EOF'
-size = "1GiB"
-listen = "unix:nbd.sock"
-
-[[device]]
-name = "array"
-path = "array.img"
-array = "raid5-hibachi"
-
-[policy]
-name = "passthrough"
-EOF
-rm -rf "$out/meta" "$out/array.img" "$out/nbd.sock"
+cp examples/raid5-array.toml "$out/array.toml"
+rm -rf "$out/meta" "$out/array.img" "$out/tiermux.sock"
 "$bin/tiermux" serve "$out/array.toml" --data-dir "$out" >"$out/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
-    [ -S "$out/nbd.sock" ] && break
+    [ -S "$out/tiermux.sock" ] && break
     sleep 0.1
 done
-[ -S "$out/nbd.sock" ] || { cat "$out/serve.log" >&2; exit 1; }
+[ -S "$out/tiermux.sock" ] || { cat "$out/serve.log" >&2; exit 1; }
 
 printf '%-11s %6s %9s %15s %15s %15s\n' policy pages writes "fio MB/s" "model, slice" "model, whole"
 for size in ${sizes//,/ }; do
@@ -62,13 +51,13 @@ for size in ${sizes//,/ }; do
             printf 'array close\n'
         } >"$slice"
         fio_out=$(fio --name=replay --ioengine=nbd \
-            --uri="nbd+unix:///tiermux?socket=$out/nbd.sock" --read_iolog="$slice")
+            --uri="nbd+unix:///tiermux?socket=$out/tiermux.sock" --read_iolog="$slice")
         echo "$fio_out" >"$slice.fio"
         # "WRITE: bw=392KiB/s (401kB/s), ...": the decimal figure, in MB/s.
         fio_mb_s=$(echo "$fio_out" | sed -n 's/.*WRITE: bw=[^(]*(\([0-9.]*\)\([kMG]\)B\/s).*/\1 \2/p' |
             awk '{ f = ($2 == "k") ? 1e-3 : ($2 == "G") ? 1e3 : 1; printf "%.3f", $1 * f }')
         slice_model=$("$bin/examples/iolog_raid5" "$log" "$skip" "$writes" | awk '{ print $3 }')
-        whole_model=$(awk -v s="$size" '$1 == s { print $(NF-1) }' "$out/$policy.txt")
+        whole_model=$(awk -v s="$size" '$1 == s { print $(NF-1); exit }' "$out/$policy.txt")
         printf '%-11s %6s %9s %15s %15s %15s\n' "$policy" "$size" "$writes" "$fio_mb_s" \
             "$slice_model" "$whole_model"
     done

@@ -12,12 +12,14 @@ mod kv_server;
 mod nbd_served;
 use nbd_served::{have_tools, run, Served};
 
-/// The example volumes: NHC, MOST, Hibachi and TICA.
-const EXAMPLES: [&str; 4] = [
+/// The example volumes: NHC, MOST, Hibachi, TICA, and the emulated
+/// RAID-5 that flush logs are replayed on.
+const EXAMPLES: [&str; 5] = [
     "volume.toml",
     "most-volume.toml",
     "hibachi-volume.toml",
     "tica-volume.toml",
+    "raid5-array.toml",
 ];
 
 fn example(name: &str) -> PathBuf {

@@ -15,6 +15,24 @@ fn fails(dir: &Path, toml: &str) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs the sweep file `toml` from `dir` on two threads, into `dir/out`;
+/// returns its `results.csv`.
+fn sweep(dir: &Path, toml: &str) -> String {
+    let file = dir.join("sweep.toml");
+    std::fs::write(&file, toml).unwrap();
+    let out = dir.join("out");
+    ok(&[
+        "trace",
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--threads",
+        "2",
+    ]);
+    std::fs::read_to_string(out.join("results.csv")).unwrap()
+}
+
 const SWEEP: &str = r#"
 name = "small"
 policies = ["hybrid-lru", "hibachi"]
@@ -42,20 +60,8 @@ panels = "trace"
 #[test]
 fn a_sweep_gives_what_replay_gives() {
     let dir = Scratch::new("rows");
-    let file = dir.path().join("small.toml");
-    std::fs::write(&file, SWEEP).unwrap();
-    let out = dir.path().join("out");
-    ok(&[
-        "trace",
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--threads",
-        "2",
-    ]);
-    assert!(out.join("write-hit.svg").exists());
-    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let csv = sweep(dir.path(), SWEEP);
+    assert!(dir.path().join("out/write-hit.svg").exists());
     let rows: Vec<Vec<&str>> = csv
         .lines()
         .skip(1)
@@ -154,19 +160,7 @@ series = "policy"
 #[test]
 fn hibachi_flushes_write_the_array_three_times_faster_at_large_sizes() {
     let dir = Scratch::new("fig11");
-    let file = dir.path().join("fig11.toml");
-    std::fs::write(&file, FIG11_LARGE_SIZES).unwrap();
-    let out = dir.path().join("out");
-    ok(&[
-        "trace",
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--threads",
-        "2",
-    ]);
-    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let csv = sweep(dir.path(), FIG11_LARGE_SIZES);
     // Columns: trace, policy, cache_pages, ..., mean_run_pages (10),
     // raid5_mb_per_s (11).
     let value = |policy: &str, pages: &str, column: usize| -> f64 {

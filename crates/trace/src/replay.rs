@@ -8,7 +8,7 @@
 //! operations per purpose, and the writes that reach the storage (the
 //! home device) as the requests a driver would send it, optionally as a
 //! log: the home writes handed out together, grouped into runs of
-//! consecutive blocks ([`merge::runs`], as the simulator and the engine
+//! consecutive blocks ([`runs`], as the simulator and the engine
 //! merge them). A flush of a run of dirty pages is one request; flushes
 //! handed out one after another are requests of their own, as the
 //! Hibachi authors' simulator logs them for replay.
@@ -22,7 +22,6 @@
 use tiermux_core::dispatch::merge::{merge_key, runs};
 use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
 use tiermux_core::replacement::{HitRatioCache, ReplacementKind};
-
 use tiermux_core::types::MAX_DEVICES;
 use tiermux_core::{
     build_policy, Access, Dispatcher, Op, Outcome, Params, PolicyError, Purpose, Ready,

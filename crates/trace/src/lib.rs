@@ -14,6 +14,7 @@
 
 pub mod arrivals;
 pub mod formats;
+pub mod fuzzing;
 pub mod info;
 pub mod mrc;
 pub mod permute;

@@ -154,8 +154,16 @@ impl Format {
 
 /// Streams the requests of the trace at `path`.
 pub fn open(path: &Path, format: &Format) -> Result<Requests> {
-    let mut input = open_bytes(path)?;
-    let file = path.display().to_string();
+    read_from(open_bytes(path)?, path.display().to_string(), format)
+}
+
+/// Streams the requests of a trace in `format` from `input` (already
+/// decompressed), naming it `file` in errors.
+pub fn read_from(
+    mut input: Box<dyn std::io::BufRead>,
+    file: String,
+    format: &Format,
+) -> Result<Requests> {
     Ok(match format {
         Format::Arc => Requests::text(input, file, arc::Arc),
         Format::Msr => Requests::text(input, file, msr::Msr),

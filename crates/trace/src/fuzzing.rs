@@ -102,11 +102,10 @@ mod tests {
     /// random or damaged bytes give requests or nothing, never a panic.
     #[test]
     fn every_format_survives_random_and_damaged_input() {
-        let dir = std::env::temp_dir().join(format!("tiermux-fuzzing-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
         let mut rng = Rng::new(5);
         for (pick, name) in FORMATS.iter().enumerate() {
-            let clean = written(name, &dir);
+            let clean = written(name, dir.path());
             let mut input = vec![pick as u8];
             input.extend(&clean);
             assert_eq!(trace_bytes(&input).0, 20, "{name} reads its own file");
@@ -125,6 +124,5 @@ mod tests {
             let bytes: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
             trace_bytes(&bytes);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -10,7 +10,7 @@ use clap::Subcommand;
 use tiermux_core::replacement::ReplacementKind;
 use tiermux_trace::arrivals::Arrivals;
 use tiermux_trace::info::TraceInfo;
-use tiermux_trace::replay::{replay_accesses, TraceVolume, RUN_LENGTH_BUCKETS};
+use tiermux_trace::replay::{replay_accesses_with, TraceVolume, RUN_LENGTH_BUCKETS};
 use tiermux_trace::synth::SynthSpec;
 use tiermux_trace::{formats, BlockTrace, Format, PageTrace};
 
@@ -338,12 +338,14 @@ impl PolicyReplay<'_> {
         let mut histograms = Vec::with_capacity(sizes.len());
         for &n in sizes {
             let s = Instant::now();
-            let r = replay_accesses(
+            let mut array = ArrayWrites::new(self.page_bytes);
+            let r = replay_accesses_with(
                 self.policy,
                 self.params,
                 t.page_accesses(),
                 self.volume(n as u64),
-                true,
+                self.flush_log.is_some(),
+                &mut |start, pages| array.write(start, pages),
             )?;
             let secs = s.elapsed().as_secs_f64();
             let stored = r.storage_blocks;
@@ -358,13 +360,12 @@ impl PolicyReplay<'_> {
             );
             cells.push(format!("{:.2}", r.write_hit_ratio() * 100.0));
             cells.extend(caches[1..].iter().map(|&d| r.blocks_written(d).to_string()));
-            let runs = r.storage_log.as_deref().unwrap_or(&[]);
             outln!(
                 "{n:>12}{} {stored:>12} {:>9} {:>8.2} {:>11.2} {:>12.0}",
                 aligned(&cells, &widths),
                 r.storage_runs(),
                 stored as f64 / r.storage_runs().max(1) as f64,
-                raid5_mb_s(runs, self.page_bytes),
+                array.mb_per_s(),
                 t.page_count() as f64 / secs
             );
             if let (Some(path), Some(runs)) = (self.flush_log, &r.storage_log) {
@@ -399,15 +400,33 @@ fn aligned(cells: &[String], widths: &[usize]) -> String {
     line
 }
 
-/// Write throughput of storage-write requests (first page, pages)
-/// replayed one at a time on the Hibachi paper's RAID-5 array (six 7,200
-/// rpm disks), MB/s.
-pub(crate) fn raid5_mb_s(runs: &[(u64, u64)], page_bytes: u64) -> f64 {
-    let mut array = tiermux_device::disk::Raid5::hibachi_paper();
-    for &(start, len) in runs {
-        array.write(start * page_bytes, len * page_bytes);
+/// The Hibachi paper's RAID-5 array (six 7,200 rpm disks), written by a
+/// replay's storage write requests as the replay makes them, one at a
+/// time (fio's `ioengine=sync`), so that no log of them is kept.
+pub(crate) struct ArrayWrites {
+    array: tiermux_device::disk::Raid5,
+    page_bytes: u64,
+}
+
+impl ArrayWrites {
+    /// An idle array for requests counted in pages of `page_bytes`.
+    pub(crate) fn new(page_bytes: u64) -> ArrayWrites {
+        ArrayWrites {
+            array: tiermux_device::disk::Raid5::hibachi_paper(),
+            page_bytes,
+        }
     }
-    array.write_bytes_per_s() / 1e6
+
+    /// Serves a write of `pages` pages from page `start`.
+    pub(crate) fn write(&mut self, start: u64, pages: u64) {
+        self.array
+            .write(start * self.page_bytes, pages * self.page_bytes);
+    }
+
+    /// Write throughput so far, MB/s.
+    pub(crate) fn mb_per_s(&self) -> f64 {
+        self.array.write_bytes_per_s() / 1e6
+    }
 }
 
 /// Writes storage-write runs as a fio iolog (version 2) on a file named

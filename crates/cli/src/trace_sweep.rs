@@ -14,9 +14,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use tiermux_report::{PlotSpec, Table};
-use tiermux_trace::replay::{replay_accesses, ReplayStats, TraceVolume, RUN_LENGTH_BUCKETS};
+use tiermux_trace::replay::{replay_accesses_with, ReplayStats, TraceVolume, RUN_LENGTH_BUCKETS};
 use tiermux_trace::spec::value_text;
 use tiermux_trace::TraceSource;
+
+use crate::trace_cmd::ArrayWrites;
 
 /// A trace sweep file.
 #[derive(Debug, Deserialize)]
@@ -125,8 +127,9 @@ impl TraceSweep {
     }
 }
 
-/// One replay's row of `results.csv`.
-fn row(trace: &str, policy: &str, pages: u64, r: &ReplayStats, page_bytes: u64) -> Vec<String> {
+/// One replay's row of `results.csv`; `raid5_mb_per_s` is its storage
+/// writes' throughput on the modelled array.
+fn row(trace: &str, policy: &str, pages: u64, r: &ReplayStats, raid5_mb_per_s: f64) -> Vec<String> {
     let runs = r.storage_runs();
     vec![
         trace.to_string(),
@@ -140,10 +143,7 @@ fn row(trace: &str, policy: &str, pages: u64, r: &ReplayStats, page_bytes: u64) 
         r.storage_blocks.to_string(),
         runs.to_string(),
         format!("{:.4}", r.storage_blocks as f64 / runs.max(1) as f64),
-        format!(
-            "{:.4}",
-            crate::trace_cmd::raid5_mb_s(r.storage_log.as_deref().unwrap_or(&[]), page_bytes)
-        ),
+        format!("{raid5_mb_per_s:.4}"),
     ]
     .into_iter()
     .chain(r.run_length_histogram().iter().map(u64::to_string))
@@ -256,16 +256,18 @@ fn replay_all(
             };
             let params = sweep.policy_params(policy)?;
             let shape = TraceVolume::fitting(policy, &params, pages, sweep.dram_share)?;
-            let r = replay_accesses(
+            let mut array = ArrayWrites::new(page_bytes);
+            let r = replay_accesses_with(
                 policy,
                 &params,
                 trace.page_accesses(page_bytes),
                 shape,
-                true,
+                false,
+                &mut |start, pages| array.write(start, pages),
             )
             .with_context(|| format!("trace '{label}', {policy} at {pages} pages"))?;
             rows.lock().expect("no panics hold it")[i] =
-                Some(row(label, policy, pages, &r, page_bytes));
+                Some(row(label, policy, pages, &r, array.mb_per_s()));
         }
     };
     std::thread::scope(|s| {

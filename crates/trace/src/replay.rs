@@ -141,8 +141,15 @@ impl ReplayStats {
     }
 
     /// Counts the home writes of `batch` (operations handed out together)
-    /// as requests: runs of consecutive blocks. `home_writes` is scratch.
-    fn storage_requests(&mut self, batch: &[Ready], home: u8, home_writes: &mut Vec<Ready>) {
+    /// as requests, runs of consecutive blocks, and hands each to `sink`.
+    /// `home_writes` is scratch.
+    fn storage_requests(
+        &mut self,
+        batch: &[Ready],
+        home: u8,
+        home_writes: &mut Vec<Ready>,
+        sink: StorageSink<'_>,
+    ) {
         home_writes.clear();
         home_writes.extend(
             batch
@@ -152,7 +159,9 @@ impl ReplayStats {
         home_writes.sort_by_key(merge_key);
         let mut first = 0;
         for len in runs(home_writes, usize::MAX) {
-            self.storage_request(home_writes[first].io.addr, len as u64);
+            let start = home_writes[first].io.addr;
+            self.storage_request(start, len as u64);
+            sink(start, len as u64);
             first += len;
         }
     }
@@ -171,14 +180,30 @@ impl ReplayStats {
     }
 }
 
+/// Receives each storage write request of a replay as it is made: its
+/// first block and its length in blocks (for a model of the storage that
+/// needs them in order, without keeping them all).
+pub type StorageSink<'a> = &'a mut dyn FnMut(u64, u64);
+
 /// Replays `accesses` through `dispatcher` in zero time and counts them;
-/// `home` is the storage device whose writes are counted as runs (and
+/// `home` is the storage device whose writes are counted as requests (and
 /// logged when `log_storage`).
 pub fn replay(
     dispatcher: &mut Dispatcher,
     accesses: impl IntoIterator<Item = Access>,
     home: u8,
     log_storage: bool,
+) -> ReplayStats {
+    replay_with(dispatcher, accesses, home, log_storage, &mut |_, _| {})
+}
+
+/// [`replay`], handing each storage write request to `sink` as well.
+pub fn replay_with(
+    dispatcher: &mut Dispatcher,
+    accesses: impl IntoIterator<Item = Access>,
+    home: u8,
+    log_storage: bool,
+    sink: StorageSink<'_>,
 ) -> ReplayStats {
     let mut s = ReplayStats {
         storage_log: log_storage.then(Vec::new),
@@ -188,7 +213,7 @@ pub fn replay(
     for (tag, access) in accesses.into_iter().enumerate() {
         dispatcher.submit(tag as u64, access);
         s.read_accesses += (access.op == Op::Read) as u64;
-        settle(dispatcher, &mut s, access.op, home, &mut scratch);
+        settle(dispatcher, &mut s, access.op, home, &mut scratch, sink);
     }
     assert!(dispatcher.is_idle(), "zero-time replay left work in flight");
     s
@@ -198,20 +223,21 @@ pub fn replay(
 /// completions release, and counts the acknowledgements (of an access of
 /// `op`). Each pass takes what is ready at once, as a driver would, and
 /// completes it in the order handed out; `scratch` holds the batch and
-/// its home writes.
+/// its home writes, and `sink` receives the storage write requests.
 fn settle(
     dispatcher: &mut Dispatcher,
     s: &mut ReplayStats,
     op: Op,
     home: u8,
     scratch: &mut (Vec<Ready>, Vec<Ready>),
+    sink: StorageSink<'_>,
 ) {
     let (batch, home_writes) = scratch;
     loop {
         batch.clear();
         batch.extend(std::iter::from_fn(|| dispatcher.pop_ready()));
         let mut progressed = !batch.is_empty();
-        s.storage_requests(batch, home, home_writes);
+        s.storage_requests(batch, home, home_writes, sink);
         for r in batch.iter() {
             let d = r.io.device as usize;
             let p = r.io.purpose.index();
@@ -381,16 +407,30 @@ pub fn replay_accesses(
     volume: TraceVolume,
     log_storage: bool,
 ) -> Result<ReplayStats, PolicyError> {
+    replay_accesses_with(name, params, accesses, volume, log_storage, &mut |_, _| {})
+}
+
+/// [`replay_accesses`], handing each storage write request to `sink` as
+/// well.
+pub fn replay_accesses_with(
+    name: &str,
+    params: &Params,
+    accesses: impl Iterator<Item = (u64, Op)> + Clone,
+    volume: TraceVolume,
+    log_storage: bool,
+    sink: StorageSink<'_>,
+) -> Result<ReplayStats, PolicyError> {
     let max_page = accesses.clone().map(|a| a.0).max().unwrap_or(0);
     let volume = volume.spec(max_page);
     let policy = build_policy(name, params, &volume, 1)?;
     let home = volume.home().expect("trace volumes have a home device");
     let mut dispatcher = Dispatcher::new(policy, home);
-    Ok(replay(
+    Ok(replay_with(
         &mut dispatcher,
         accesses.map(|(block, op)| Access::one(block, op)),
         home,
         log_storage,
+        sink,
     ))
 }
 
@@ -402,6 +442,31 @@ mod tests {
     fn pages(n: usize, seed: u64) -> Vec<u64> {
         let mut rng = tiermux_core::rng::Rng::new(seed);
         (0..n).map(|_| rng.below(500).min(rng.below(500))).collect()
+    }
+
+    /// The sink receives the storage write requests the log keeps, in the
+    /// same order, on a workload of writes that flushes.
+    #[test]
+    fn the_sink_sees_what_the_log_keeps() {
+        let accesses: Vec<(u64, Op)> = pages(20_000, 9)
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (p, if i % 2 == 0 { Op::Write } else { Op::Read }))
+            .collect();
+        let volume = TraceVolume::fitting("hibachi", &Params::new(), 64, Some(0.5)).unwrap();
+        let mut seen = Vec::new();
+        let s = replay_accesses_with(
+            "hibachi",
+            &Params::new(),
+            accesses.iter().copied(),
+            volume,
+            true,
+            &mut |start, blocks| seen.push((start, blocks)),
+        )
+        .unwrap();
+        assert!(seen.len() > 1000, "{} requests", seen.len());
+        assert_eq!(s.storage_runs(), seen.len() as u64);
+        assert_eq!(s.storage_log.unwrap(), seen);
     }
 
     /// Each request counts in the bucket its length falls in: 1, 2, 3-4,

@@ -241,3 +241,99 @@ fn a_stop_with_an_idle_client_connected_ends_the_server() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// The store's shape of [`CONFIG`]: the same volume, `[kv]` in store mode.
+const STORE_CONFIG: &str = r#"
+size = "128MiB"
+
+[[device]]
+name = "fast"
+path = "fast.img"
+size = "32MiB"
+
+[[device]]
+name = "slow"
+path = "slow.img"
+
+[policy]
+name = "nhc"
+
+[kv]
+mode = "store"
+listen = "tcp:127.0.0.1:0"
+index = "1MiB"
+max_write = "256KiB"
+"#;
+
+/// Sends `input` from a thread of its own, then half-closes when `close`;
+/// returns every byte the server sends until it closes the connection or
+/// `until` appears at the end of what it sent.
+fn pipeline(port: u16, input: Vec<u8>, close: bool, until: &[u8]) -> Vec<u8> {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut writer = c.try_clone().expect("clone");
+    let sender = std::thread::spawn(move || {
+        writer.write_all(&input).expect("send the pipeline");
+        if close {
+            writer
+                .shutdown(std::net::Shutdown::Write)
+                .expect("half-close");
+        }
+    });
+    let mut got = Vec::new();
+    let mut buf = vec![0; 1 << 16];
+    while until.is_empty() || !got.ends_with(until) {
+        match c.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!(
+                "no more replies after {} bytes ({e}): the server stalled",
+                got.len()
+            ),
+        }
+    }
+    sender.join().expect("sender");
+    got
+}
+
+/// A client may send more commands at once than a connection takes in
+/// flight (`MAX_COMMANDS_PER_CONN`, 1024): the server answers them all, in
+/// order, in cache and store mode, and answers every command a client sent
+/// before half-closing its side.
+#[test]
+fn a_client_may_pipeline_more_commands_than_a_connection_takes_at_once() {
+    const N: usize = 3 * 1024 + 7;
+    for (mode, config) in [("cache", CONFIG), ("store", STORE_CONFIG)] {
+        let dir = tempdir(&format!("pipeline-{mode}"));
+        let s = serve(&dir, config);
+        let mut input = Vec::new();
+        for i in 0..N {
+            input.extend_from_slice(format!("SET key{i} value{i}\r\n").as_bytes());
+        }
+        for i in 0..N {
+            input.extend_from_slice(format!("GET key{i}\r\n").as_bytes());
+        }
+        input.extend_from_slice(b"ECHO end-of-pipeline\r\n");
+        let got = pipeline(s.port, input, false, b"end-of-pipeline\r\n");
+        let mut want = "+OK\r\n".repeat(N);
+        for i in 0..N {
+            let v = format!("value{i}");
+            want += &format!("${}\r\n{v}\r\n", v.len());
+        }
+        want += "$15\r\nend-of-pipeline\r\n";
+        assert!(
+            got == want.as_bytes(),
+            "{mode}: {} bytes of replies, {} expected",
+            got.len(),
+            want.len()
+        );
+        let pings = "PING\r\n".repeat(N).into_bytes();
+        let got = pipeline(s.port, pings, true, b"");
+        assert_eq!(
+            got,
+            "+PONG\r\n".repeat(N).into_bytes(),
+            "{mode}: every command sent before the half-close is answered"
+        );
+    }
+}

@@ -170,6 +170,18 @@ pub(crate) enum ReplyShape {
     },
 }
 
+/// Why a connection's parsing stopped.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ParseStop {
+    /// The receive buffer holds no complete command.
+    NeedBytes,
+    /// The connection is at its limits (`MAX_COMMANDS_PER_CONN`,
+    /// `MAX_OUT_BYTES_PER_CONN`); commands may wait in the buffer.
+    AtLimit,
+    /// The connection takes no more commands (QUIT, a broken protocol).
+    Closing,
+}
+
 struct Pending {
     gather: ReplyShape,
     left: usize,
@@ -292,24 +304,41 @@ impl Front<'_> {
             return;
         };
         let eof = c.wire.receive();
-        self.parse(idx, io);
-        // Replies the cache answered at once (DRAM hits, sets, errors).
-        self.pump(io);
-        self.send_ready(idx, io);
+        // Replies the cache answers at once (DRAM hits, sets, errors) free
+        // the places of their commands within this call, and no poll fires
+        // for bytes already read: parse on while the buffer holds commands
+        // the connection can take.
+        let stop = loop {
+            let stop = self.parse(idx, io);
+            self.pump(io);
+            self.send_ready(idx, io);
+            let c = self.conns.at(idx).expect("the connection read");
+            if stop != ParseStop::AtLimit || !c.can_take() {
+                break stop;
+            }
+        };
         let c = self.conns.at(idx).expect("the connection read");
-        if eof || stopping {
+        if stopping || (eof && stop != ParseStop::AtLimit) {
             c.wire.closing = true;
-        } else if c.can_take() {
+        } else if !eof && c.can_take() {
             c.wire.arm_read(io);
         }
+        // Otherwise the connection pauses at its limits: `before_wait`
+        // resumes it once its replies have gone out (after an end of
+        // stream, to parse the commands sent before it).
     }
 
-    fn parse(&mut self, idx: usize, io: &mut Io<'_>) {
+    /// Starts the complete commands in connection `idx`'s receive buffer
+    /// while it can take them; says why it stopped.
+    fn parse(&mut self, idx: usize, io: &mut Io<'_>) -> ParseStop {
         let now = now_ms(io);
         loop {
             let c = self.conns.at(idx).expect("a connection");
-            if !c.can_take() || c.wire.closing {
-                return;
+            if c.wire.closing {
+                return ParseStop::Closing;
+            }
+            if !c.can_take() {
+                return ParseStop::AtLimit;
             }
             let buf = c.wire.unparsed();
             let parsed = match resp::parse_command(buf) {
@@ -325,7 +354,7 @@ impl Front<'_> {
                         let need = c.wire.rbuf.len() * 2;
                         c.wire.reserve_message(need);
                     }
-                    return;
+                    return ParseStop::NeedBytes;
                 }
                 Ok(Some(resp::Parsed { args: ranges, used })) => {
                     let base = c.wire.rpos;
@@ -351,7 +380,7 @@ impl Front<'_> {
                     });
                     c.wire.closing = true;
                     c.wire.rpos = c.wire.rend;
-                    return;
+                    return ParseStop::Closing;
                 }
             }
         }

@@ -3,7 +3,8 @@
 //! behind the Redis protocol.
 //!
 //! - [`proto`]: the newstyle fixed handshake and request parsing;
-//! - [`fuzzing`]: entry points for the fuzz targets in `fuzz/`;
+//! - [`fuzzing`], [`kv_fuzzing`]: entry points for the fuzz targets in
+//!   `fuzz/` (the NBD server, the key-value server);
 //! - [`handshakes`]: the bounded pool of threads that run handshakes;
 //! - [`server`]: the NBD server as the event loop's front end;
 //!   [`read_ahead`]: its reading ahead of sequential reads;
@@ -18,6 +19,7 @@ pub mod fuzzing;
 pub mod handshakes;
 pub mod kv;
 mod kv_commands;
+pub mod kv_fuzzing;
 mod kv_scan;
 pub mod metrics;
 pub mod proto;

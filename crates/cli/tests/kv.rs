@@ -242,28 +242,11 @@ fn a_stop_with_an_idle_client_connected_ends_the_server() {
     }
 }
 
-/// The store's shape of [`CONFIG`]: the same volume, `[kv]` in store mode.
-const STORE_CONFIG: &str = r#"
-size = "128MiB"
-
-[[device]]
-name = "fast"
-path = "fast.img"
-size = "32MiB"
-
-[[device]]
-name = "slow"
-path = "slow.img"
-
-[policy]
-name = "nhc"
-
-[kv]
-mode = "store"
-listen = "tcp:127.0.0.1:0"
-index = "1MiB"
-max_write = "256KiB"
-"#;
+/// [`CONFIG`]'s volume with a store on it.
+fn store_config() -> String {
+    let volume = CONFIG.split("[kv]").next().expect("a volume before [kv]");
+    format!("{volume}[kv]\nmode = \"store\"\nlisten = \"tcp:127.0.0.1:0\"\nindex = \"1MiB\"\nmax_write = \"256KiB\"\n")
+}
 
 /// Sends `input` from a thread of its own, then half-closes when `close`;
 /// returns every byte the server sends until it closes the connection or
@@ -304,9 +287,9 @@ fn pipeline(port: u16, input: Vec<u8>, close: bool, until: &[u8]) -> Vec<u8> {
 #[test]
 fn a_client_may_pipeline_more_commands_than_a_connection_takes_at_once() {
     const N: usize = 3 * 1024 + 7;
-    for (mode, config) in [("cache", CONFIG), ("store", STORE_CONFIG)] {
+    for (mode, config) in [("cache", CONFIG.to_string()), ("store", store_config())] {
         let dir = tempdir(&format!("pipeline-{mode}"));
-        let s = serve(&dir, config);
+        let s = serve(&dir, &config);
         let mut input = Vec::new();
         for i in 0..N {
             input.extend_from_slice(format!("SET key{i} value{i}\r\n").as_bytes());

@@ -12,7 +12,7 @@
 
 use std::io::{self, Cursor, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tiermux_engine::reactor::build_reactor;
@@ -112,14 +112,7 @@ impl Target {
     /// Starts the server in a fresh directory (in memory when `/dev/shm`
     /// exists).
     pub fn start() -> Target {
-        let base = if std::path::Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        let dir = base.join(format!("tiermux-fuzz-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("the fuzz directory");
+        let dir = fresh_dir("tiermux-fuzz");
         let cfg = VolumeConfig::parse(CONFIG, &dir).expect("the fuzz config");
         let mut reactor = build_reactor(cfg.reactor).expect("a reactor");
         let vol = Volume::open(&cfg, reactor.as_mut()).expect("the fuzz volume");
@@ -144,33 +137,65 @@ impl Target {
     /// closes the connection; returns the bytes received. Panics if the
     /// server does not close it within 20 s.
     pub fn connection(&self, handshake: bool, input: &[u8]) -> usize {
-        let mut c = UnixStream::connect(&self.sock).expect("connect to the fuzzed server");
-        c.set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        c.set_write_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        let reader = {
-            let mut c = c.try_clone().expect("clone the socket");
-            std::thread::spawn(move || {
-                let mut got = Vec::new();
-                match c.read_to_end(&mut got) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        panic!("the server did not close a connection within 20 s")
-                    }
-                    _ => got.len(),
-                }
-            })
-        };
         let mut bytes = if handshake {
             valid_handshake(input.len() % 2 == 1)
         } else {
             Vec::new()
         };
         bytes.extend_from_slice(input);
-        // The server may close first (a broken protocol): not an error.
-        let _ = c.write_all(&bytes);
-        let _ = c.shutdown(std::net::Shutdown::Write);
-        reader.join().expect("the reply reader")
+        send_and_read_to_close(&self.sock, &bytes).len()
+    }
+}
+
+/// A fresh directory named `prefix` and this process (in memory when
+/// `/dev/shm` exists), for a fuzzed server's files.
+pub(crate) fn fresh_dir(prefix: &str) -> PathBuf {
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("{prefix}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the fuzz directory");
+    dir
+}
+
+/// A connection to the server on `sock` whose reads and writes give up
+/// after 20 s.
+pub(crate) fn connect(sock: &Path) -> UnixStream {
+    let c = UnixStream::connect(sock).expect("connect to the fuzzed server");
+    c.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    c.set_write_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    c
+}
+
+/// Sends `bytes` on a new connection to `sock`, half-closes it, and reads
+/// every reply until the server closes it (from another thread, so that
+/// replies cannot block the sending); returns the bytes received.
+pub(crate) fn send_and_read_to_close(sock: &Path, bytes: &[u8]) -> Vec<u8> {
+    let mut c = connect(sock);
+    let reader = {
+        let c = c.try_clone().expect("clone the socket");
+        std::thread::spawn(move || read_to_close(c, Vec::new()))
+    };
+    // The server may close first (a broken protocol): not an error.
+    let _ = c.write_all(bytes);
+    let _ = c.shutdown(std::net::Shutdown::Write);
+    reader.join().expect("the reply reader")
+}
+
+/// Reads from `c` onto `got` until the server closes it; panics if it does
+/// not within the socket's timeout.
+pub(crate) fn read_to_close(mut c: UnixStream, mut got: Vec<u8>) -> Vec<u8> {
+    match c.read_to_end(&mut got) {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => panic!(
+            "the server did not close a connection within 20 s ({} bytes of replies)",
+            got.len()
+        ),
+        _ => got,
     }
 }
 

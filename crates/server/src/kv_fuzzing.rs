@@ -19,13 +19,13 @@ use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use tiermux_engine::config::Listen;
 use tiermux_engine::reactor::build_reactor;
 use tiermux_engine::{Runtime, Volume, VolumeConfig};
 use tiermux_kv::{CacheConfig, Machine, MachineConfig, StoreConfig};
 
+use crate::fuzzing::{connect, fresh_dir, read_to_close, send_and_read_to_close};
 use crate::kv::{KvServer, KvServerStats, KvShutdown};
 
 /// Which key-value machine the fuzzed server runs.
@@ -90,14 +90,7 @@ impl KvTarget {
     /// Starts the server in a fresh directory (in memory when `/dev/shm`
     /// exists).
     pub fn start(mode: KvMode) -> KvTarget {
-        let base = if std::path::Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        let dir = base.join(format!("tiermux-kv-fuzz-{:?}-{}", mode, std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("the fuzz directory");
+        let dir = fresh_dir(&format!("tiermux-kv-fuzz-{mode:?}"));
         let cfg = VolumeConfig::parse(VOLUME, &dir).expect("the fuzz volume config");
         let mut reactor = build_reactor(cfg.reactor).expect("a reactor");
         let vol = Volume::open(&cfg, reactor.as_mut()).expect("the fuzz volume");
@@ -119,30 +112,11 @@ impl KvTarget {
         }
     }
 
-    /// A connection to the server whose reads and writes give up after
-    /// 20 s.
-    fn connect(&self) -> UnixStream {
-        let c = UnixStream::connect(&self.sock).expect("connect to the fuzzed server");
-        c.set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        c.set_write_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        c
-    }
-
     /// Sends one connection's bytes, half-closes and reads every reply
     /// until the server closes the connection; returns the bytes received.
     /// Panics if the server does not close it within 20 s.
     pub fn connection(&self, input: &[u8]) -> Vec<u8> {
-        let mut c = self.connect();
-        let reader = {
-            let c = c.try_clone().expect("clone the socket");
-            std::thread::spawn(move || read_to_close(c, Vec::new()))
-        };
-        // The server may close first (a broken protocol): not an error.
-        let _ = c.write_all(input);
-        let _ = c.shutdown(std::net::Shutdown::Write);
-        reader.join().expect("the reply reader")
+        send_and_read_to_close(&self.sock, input)
     }
 
     /// Decodes commands from `data` and sends them in chunks, each a
@@ -155,7 +129,7 @@ impl KvTarget {
         let id = self.sessions.fetch_add(1, Ordering::Relaxed);
         let (cmds, tail) = decode_commands(data, self.mode);
         let key = |k: u8| format!("s{id}:k{k}").into_bytes();
-        let mut c = self.connect();
+        let mut c = connect(&self.sock);
         let (mut replies, mut at) = (Vec::new(), 0);
         let mut model = Model::new(self.mode);
         let mut values = 0;
@@ -202,18 +176,6 @@ fn later_sets(cmds: &[(Cmd, bool)]) -> BTreeMap<u8, Vec<Vec<u8>>> {
         }
     }
     later
-}
-
-/// Reads from `c` onto `got` until the server closes it; panics if it does
-/// not within the socket's timeout.
-fn read_to_close(mut c: UnixStream, mut got: Vec<u8>) -> Vec<u8> {
-    match c.read_to_end(&mut got) {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => panic!(
-            "the server did not close a connection within 20 s ({} bytes of replies)",
-            got.len()
-        ),
-        _ => got,
-    }
 }
 
 /// The next reply on `c`: parsed from `buf` at `*at`, reading more onto

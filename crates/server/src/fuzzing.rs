@@ -82,7 +82,9 @@ pub fn valid_handshake(structured: bool) -> Vec<u8> {
     v
 }
 
-const CONFIG: &str = r#"
+/// The fuzzed volume: 8 MiB of a slow device cached on 1 MiB of a fast
+/// one, write-back (the key-value target serves from it too).
+pub(crate) const CONFIG: &str = r#"
 size = "8MiB"
 listen = "unix:fuzz.sock"
 [[device]]

@@ -3,8 +3,8 @@
 //! `cargo fuzz` (nightly); a stable test here runs them on random input,
 //! so they stay built and working.
 //!
-//! - [`KvTarget`]: a real key-value server (cache or store mode) on a small
-//!   volume in this process. [`KvTarget::connection`] sends one
+//! - [`KvTarget`]: a real key-value server (cache or store mode) on the small
+//!   write-back volume of the NBD target, in this process. [`KvTarget::connection`] sends one
 //!   connection's bytes, half-closes, and reads until the server closes; a
 //!   panic anywhere in the server aborts the process, and a server that
 //!   stops answering fails the read's timeout.
@@ -25,7 +25,7 @@ use tiermux_engine::reactor::build_reactor;
 use tiermux_engine::{Runtime, Volume, VolumeConfig};
 use tiermux_kv::{CacheConfig, Machine, MachineConfig, StoreConfig};
 
-use crate::fuzzing::{connect, fresh_dir, read_to_close, send_and_read_to_close};
+use crate::fuzzing::{connect, fresh_dir, read_to_close, send_and_read_to_close, CONFIG};
 use crate::kv::{KvServer, KvServerStats, KvShutdown};
 
 /// Which key-value machine the fuzzed server runs.
@@ -37,28 +37,12 @@ pub enum KvMode {
     Store,
 }
 
-const VOLUME: &str = r#"
-size = "16MiB"
-[[device]]
-name = "fast"
-path = "fast.img"
-size = "4MiB"
-[[device]]
-name = "slow"
-path = "slow.img"
-[policy]
-name = "classic"
-write_mode = "wb"
-dirty_high_ratio = 0.5
-dirty_low_ratio = 0.2
-"#;
-
 /// The machine's config: small enough that a few hundred commands reach
 /// the volume (DRAM evictions, region writes, log cleaning).
 fn machine_config(mode: KvMode) -> MachineConfig {
     match mode {
         KvMode::Cache => MachineConfig::Cache(CacheConfig {
-            volume_bytes: 16 << 20,
+            volume_bytes: 8 << 20,
             dram_bytes: 16 << 10,
             region_bytes: 256 << 10,
             max_write_bytes: 64 << 10,
@@ -66,7 +50,7 @@ fn machine_config(mode: KvMode) -> MachineConfig {
             ..CacheConfig::default()
         }),
         KvMode::Store => MachineConfig::Store(StoreConfig {
-            volume_bytes: 16 << 20,
+            volume_bytes: 8 << 20,
             index_bytes: 256 << 10,
             checkpoint_every_bytes: 1 << 20,
             max_write_bytes: 64 << 10,
@@ -91,7 +75,7 @@ impl KvTarget {
     /// exists).
     pub fn start(mode: KvMode) -> KvTarget {
         let dir = fresh_dir(&format!("tiermux-kv-fuzz-{mode:?}"));
-        let cfg = VolumeConfig::parse(VOLUME, &dir).expect("the fuzz volume config");
+        let cfg = VolumeConfig::parse(CONFIG, &dir).expect("the fuzz volume config");
         let mut reactor = build_reactor(cfg.reactor).expect("a reactor");
         let vol = Volume::open(&cfg, reactor.as_mut()).expect("the fuzz volume");
         let machine = Machine::new(machine_config(mode)).expect("the fuzz machine");

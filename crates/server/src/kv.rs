@@ -268,6 +268,9 @@ impl Frontend for Front<'_> {
     }
 
     fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
+        // Never wait with storage requests queued in the machine: a store
+        // opening its volume queues them before any command arrives.
+        self.pump(io);
         // Resume connections paused at their limits that are below them now.
         for idx in 0..self.conns.slots() {
             let resume = self

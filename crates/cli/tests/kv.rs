@@ -337,3 +337,105 @@ fn a_client_may_pipeline_more_commands_than_a_connection_takes_at_once() {
         );
     }
 }
+
+/// A command whose reply would pass `MAX_REPLY_BYTES` (256 MiB), such as
+/// an MGET naming a large value many times, gets an error instead of
+/// making the server hold the whole reply (one such command of 30,000
+/// keys would hold 30 GB); the connection goes on.
+#[test]
+fn a_reply_too_large_to_hold_is_refused() {
+    let dir = tempdir("large-reply");
+    let s = serve(&dir, CONFIG);
+    let value = vec![b'v'; 1_000_000];
+    let mut set = format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", value.len()).into_bytes();
+    set.extend_from_slice(&value);
+    set.extend_from_slice(b"\r\n");
+    let mget = |n: usize| {
+        let mut v = format!("*{}\r\n$4\r\nMGET\r\n", n + 1).into_bytes();
+        for _ in 0..n {
+            v.extend_from_slice(b"$3\r\nbig\r\n");
+        }
+        v
+    };
+    let mut input = set;
+    input.extend_from_slice(&mget(300));
+    input.extend_from_slice(b"ECHO after\r\n");
+    let got = pipeline(s.port, input, false, b"$5\r\nafter\r\n");
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        text.starts_with("+OK\r\n-ERR the reply would pass 256 MiB"),
+        "{:?}",
+        &text[..text.len().min(200)]
+    );
+    // Under the limit the reply comes whole: 200 values of 1 MB.
+    let got = pipeline(s.port, mget(200), true, b"");
+    let mut want = b"*200\r\n".to_vec();
+    for _ in 0..200 {
+        want.extend_from_slice(b"$1000000\r\n");
+        want.extend_from_slice(&value);
+        want.extend_from_slice(b"\r\n");
+    }
+    assert!(got == want, "{} bytes, {} expected", got.len(), want.len());
+}
+
+/// The server's resident memory, MiB (Linux).
+fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb >> 10)
+}
+
+/// An MGET naming a value on flash a thousand times reads it a bounded
+/// number of times at once (`MAX_PARTS_IN_FLIGHT_PER_CONN`): the server
+/// stays under 1 GiB, where it used to read all thousand copies at once
+/// (about 2.2 GB) before refusing the reply.
+#[test]
+fn a_command_of_many_keys_reads_flash_a_few_at_a_time() {
+    let dir = tempdir("parts");
+    let s = serve(&dir, CONFIG);
+    let value = vec![b'v'; 1_000_000];
+    let mut input = Vec::new();
+    for key in ["big", "other1", "other2"] {
+        input.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n",
+                key.len(),
+                value.len()
+            )
+            .as_bytes(),
+        );
+        input.extend_from_slice(&value);
+        input.extend_from_slice(b"\r\n");
+    }
+    let got = pipeline(s.port, input, false, b"+OK\r\n+OK\r\n+OK\r\n");
+    assert_eq!(got, b"+OK\r\n+OK\r\n+OK\r\n", "the sets");
+    let pid = s.child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_mib(pid));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak
+        })
+    };
+    let mut mget = b"*1001\r\n$4\r\nMGET\r\n".to_vec();
+    for _ in 0..1000 {
+        mget.extend_from_slice(b"$3\r\nbig\r\n");
+    }
+    let got = pipeline(s.port, mget, true, b"");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak = sampler.join().expect("sampler");
+    assert!(
+        got.starts_with(b"-ERR the reply would pass 256 MiB"),
+        "{:?}",
+        String::from_utf8_lossy(&got[..got.len().min(100)])
+    );
+    assert!(peak > 0 && peak < 1024, "the server peaked at {peak} MiB");
+}

@@ -19,7 +19,7 @@ use tiermux_engine::reactor::Waker;
 use tiermux_engine::runtime::{Flow, Frontend, Io, Runtime};
 use tiermux_engine::slab::Slab;
 use tiermux_engine::volume::{Done, Request};
-use tiermux_kv::{IoKind, Machine, Reply, Summary};
+use tiermux_kv::{Command, IoKind, Machine, Reply, Summary};
 
 use crate::kv_scan::{glob_match, Cursors};
 use crate::resp;
@@ -31,6 +31,14 @@ pub const MAX_COMMANDS_PER_CONN: usize = 1024;
 /// Reply bytes one connection may hold unsent before the server stops
 /// reading from it.
 pub const MAX_OUT_BYTES_PER_CONN: u64 = 64 << 20;
+/// Cache commands (a command's keys) one connection may have in the
+/// machine at once; the rest wait, in order. It bounds what one
+/// connection's reads hold: an MGET of many keys stored on flash reads them
+/// this many at a time.
+pub const MAX_PARTS_IN_FLIGHT_PER_CONN: usize = 64;
+/// Values one reply may gather (an MGET's): a command whose reply would
+/// pass this gets an error, so that no command makes the server hold more.
+pub const MAX_REPLY_BYTES: u64 = 256 << 20;
 
 /// Counters of a key-value server run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -186,6 +194,8 @@ struct Pending {
     gather: ReplyShape,
     left: usize,
     error: Option<String>,
+    /// Bytes of the values gathered so far.
+    value_bytes: u64,
 }
 
 struct Conn {
@@ -194,6 +204,11 @@ struct Conn {
     replies: VecDeque<Pending>,
     /// Sequence number of `replies[0]`.
     first_seq: u64,
+    /// Cache commands not yet handed to the machine, in command order:
+    /// the reply's sequence number, the part of it, the command.
+    parts: VecDeque<(u64, usize, Command)>,
+    /// Cache commands in the machine.
+    parts_in_flight: usize,
 }
 
 impl Connection for Conn {
@@ -262,6 +277,8 @@ impl Frontend for Front<'_> {
                 wire,
                 replies: VecDeque::new(),
                 first_seq: 0,
+                parts: VecDeque::new(),
+                parts_in_flight: 0,
             };
             self.conns.insert(s, conn, io);
         }
@@ -380,6 +397,7 @@ impl Front<'_> {
                         gather: ReplyShape::Ready(out),
                         left: 0,
                         error: None,
+                        value_bytes: 0,
                     });
                     c.wire.closing = true;
                     c.wire.rpos = c.wire.rend;
@@ -393,7 +411,6 @@ impl Front<'_> {
     fn command(&mut self, idx: usize, args: Vec<Bytes>, now: u64) {
         let c = self.conns.at(idx).expect("a connection");
         let seq = c.first_seq + c.replies.len() as u64;
-        let gen = c.wire.gen;
         let (gather, cmds) = match crate::kv_commands::decode(
             &args,
             now,
@@ -416,9 +433,32 @@ impl Front<'_> {
             gather,
             left,
             error: None,
+            value_bytes: 0,
         });
         self.server.stats.commands += 1;
-        for (part, cmd) in cmds.into_iter().enumerate() {
+        c.parts.extend(
+            cmds.into_iter()
+                .enumerate()
+                .map(|(part, cmd)| (seq, part, cmd)),
+        );
+        self.submit_parts(idx, now);
+    }
+
+    /// Hands connection `idx`'s waiting cache commands to the machine, in
+    /// order, up to [`MAX_PARTS_IN_FLIGHT_PER_CONN`]; drops those of a
+    /// reply that has already failed (too large).
+    fn submit_parts(&mut self, idx: usize, now: u64) {
+        let c = self.conns.at(idx).expect("a connection");
+        let gen = c.wire.gen;
+        while c.parts_in_flight < MAX_PARTS_IN_FLIGHT_PER_CONN {
+            let Some((seq, part, cmd)) = c.parts.pop_front() else {
+                break;
+            };
+            let p = &mut c.replies[(seq - c.first_seq) as usize];
+            if p.error.is_some() {
+                p.left -= 1;
+                continue;
+            }
             let route = Route {
                 conn: idx,
                 gen,
@@ -426,13 +466,36 @@ impl Front<'_> {
                 part,
             };
             let tag = self.routes.insert(route) as u64;
+            c.parts_in_flight += 1;
             self.server.machine.submit(tag, cmd, now);
         }
     }
 
     /// Hands the cache's storage requests to the volume, routes its
-    /// replies, and sends every connection's completed replies in order.
+    /// replies, and sends every connection's completed replies in order;
+    /// connections whose commands were answered hand the machine more,
+    /// until nothing moves.
     fn pump(&mut self, io: &mut Io<'_>) {
+        loop {
+            let touched = self.pump_once(io);
+            if touched.is_empty() {
+                return;
+            }
+            let now = now_ms(io);
+            for &idx in &touched {
+                if self.conns.at(idx).is_some() {
+                    self.submit_parts(idx, now);
+                }
+            }
+            for idx in touched {
+                self.send_ready(idx, io);
+            }
+        }
+    }
+
+    /// One pass of [`Front::pump`]: submits the machine's storage requests
+    /// and routes its replies; returns the connections they reached.
+    fn pump_once(&mut self, io: &mut Io<'_>) -> Vec<usize> {
         while let Some(req) = self.server.machine.pop_io() {
             let r = match req.kind {
                 IoKind::Read { len_bytes } => Request::Read {
@@ -460,15 +523,15 @@ impl Front<'_> {
             let Some(c) = self.conns.get(r.conn, r.gen) else {
                 continue;
             };
+            c.parts_in_flight -= 1;
             let p = &mut c.replies[(r.seq - c.first_seq) as usize];
             p.left -= 1;
             absorb(p, r.part, reply, &mut self.server.cursors);
             touched.push(r.conn);
         }
+        touched.sort_unstable();
         touched.dedup();
-        for idx in touched {
-            self.send_ready(idx, io);
-        }
+        touched
     }
 
     fn send_ready(&mut self, idx: usize, io: &mut Io<'_>) {
@@ -506,7 +569,17 @@ fn absorb(p: &mut Pending, part: usize, reply: Reply, cursors: &mut Cursors) {
         }
         (Reply::Error(e), _) => p.error = Some(e),
         (Reply::Value(v), ReplyShape::Value(slot)) => *slot = v,
-        (Reply::Value(v), ReplyShape::Values(vs)) => vs[part] = v,
+        (Reply::Value(v), ReplyShape::Values(vs)) => {
+            p.value_bytes += v.as_ref().map_or(0, |v| v.len() as u64);
+            if p.value_bytes > MAX_REPLY_BYTES {
+                // Drop what was gathered; the reply is the error.
+                let mb = MAX_REPLY_BYTES >> 20;
+                p.error = Some(format!("the reply would pass {mb} MiB; ask for fewer keys"));
+                vs.iter_mut().for_each(|v| *v = None);
+            } else if p.error.is_none() {
+                vs[part] = v;
+            }
+        }
         (Reply::Count(n), ReplyShape::Count(sum)) => *sum += n as i64,
         (Reply::Stored, ReplyShape::Ok) => {}
         (reply, _) => unreachable!("reply {reply:?} to a command that does not expect it"),

@@ -220,6 +220,14 @@ impl Connection for Conn {
     }
 }
 
+impl Pending {
+    /// Whether the values gathered passed [`MAX_REPLY_BYTES`] (the reply
+    /// is then an error, and the command's other keys are not looked up).
+    fn too_large(&self) -> bool {
+        self.value_bytes > MAX_REPLY_BYTES
+    }
+}
+
 impl Conn {
     fn can_take(&self) -> bool {
         self.replies.len() < MAX_COMMANDS_PER_CONN && self.wire.out_bytes < MAX_OUT_BYTES_PER_CONN
@@ -446,7 +454,7 @@ impl Front<'_> {
 
     /// Hands connection `idx`'s waiting cache commands to the machine, in
     /// order, up to [`MAX_PARTS_IN_FLIGHT_PER_CONN`]; drops those of a
-    /// reply that has already failed (too large).
+    /// reply already too large.
     fn submit_parts(&mut self, idx: usize, now: u64) {
         let c = self.conns.at(idx).expect("a connection");
         let gen = c.wire.gen;
@@ -455,7 +463,7 @@ impl Front<'_> {
                 break;
             };
             let p = &mut c.replies[(seq - c.first_seq) as usize];
-            if p.error.is_some() {
+            if p.too_large() {
                 p.left -= 1;
                 continue;
             }
@@ -570,14 +578,15 @@ fn absorb(p: &mut Pending, part: usize, reply: Reply, cursors: &mut Cursors) {
         (Reply::Error(e), _) => p.error = Some(e),
         (Reply::Value(v), ReplyShape::Value(slot)) => *slot = v,
         (Reply::Value(v), ReplyShape::Values(vs)) => {
+            let was_too_large = p.value_bytes > MAX_REPLY_BYTES;
             p.value_bytes += v.as_ref().map_or(0, |v| v.len() as u64);
-            if p.value_bytes > MAX_REPLY_BYTES {
+            if p.value_bytes <= MAX_REPLY_BYTES {
+                vs[part] = v;
+            } else if !was_too_large {
                 // Drop what was gathered; the reply is the error.
                 let mb = MAX_REPLY_BYTES >> 20;
                 p.error = Some(format!("the reply would pass {mb} MiB; ask for fewer keys"));
-                vs.iter_mut().for_each(|v| *v = None);
-            } else if p.error.is_none() {
-                vs[part] = v;
+                *vs = Vec::new();
             }
         }
         (Reply::Count(n), ReplyShape::Count(sum)) => *sum += n as i64,

@@ -3,16 +3,18 @@
 //! `cargo fuzz` (nightly); a stable test here runs them on random input,
 //! so they stay built and working.
 //!
-//! - [`KvTarget`]: a real key-value server (cache or store mode) on the small
-//!   write-back volume of the NBD target, in this process. [`KvTarget::connection`] sends one
-//!   connection's bytes, half-closes, and reads until the server closes; a
-//!   panic anywhere in the server aborts the process, and a server that
-//!   stops answering fails the read's timeout.
+//! - [`KvTarget`]: a real key-value server (cache or store mode) on the
+//!   small write-back volume of the NBD target, in this process.
+//!   [`KvTarget::connection`] sends one connection's bytes, half-closes,
+//!   and reads until the server closes; a panic anywhere in the server
+//!   aborts the process, and a server that stops answering fails the
+//!   read's timeout.
 //! - [`KvTarget::session`]: commands decoded from the input (SET, GET,
 //!   MGET, DEL, EXISTS, PING, ECHO, SCAN over a few keys of its own), sent
-//!   as one pipeline, every reply checked against a model of the keys: the
-//!   store answers exactly what was last acknowledged, the cache that or
-//!   nothing, never another value.
+//!   in pipelines, every reply checked against a model of the keys: the
+//!   store answers exactly what was last acknowledged, the cache that,
+//!   nothing, or what a later SET of the same pipeline wrote; never
+//!   another value.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -118,6 +120,10 @@ impl KvTarget {
         let mut model = Model::new(self.mode);
         let mut values = 0;
         for chunk in cmds.split_inclusive(|(_, ends_chunk)| *ends_chunk) {
+            model.concurrent = match self.mode {
+                KvMode::Cache => sets_by_key(chunk),
+                KvMode::Store => BTreeMap::new(),
+            };
             let mut input = Vec::new();
             for (cmd, _) in chunk {
                 encode_command(cmd, &key, &mut input);
@@ -126,10 +132,7 @@ impl KvTarget {
             for (i, (cmd, _)) in chunk.iter().enumerate() {
                 let reply = next_reply(&mut c, &mut replies, &mut at)
                     .unwrap_or_else(|why| panic!("{:?}: {cmd:?}: {why}", self.mode));
-                model.concurrent = match self.mode {
-                    KvMode::Cache => later_sets(&chunk[i + 1..]),
-                    KvMode::Store => BTreeMap::new(),
-                };
+                model.position = i;
                 if let Err(why) = model.check(cmd, &reply) {
                     panic!("{:?}: {cmd:?}: {why}", self.mode);
                 }
@@ -147,19 +150,19 @@ impl KvTarget {
     }
 }
 
-/// The values the SETs in `cmds` write, by key: in cache mode a lookup
-/// that a later command of its pipeline overtakes on flash may answer
-/// with that command's value, since the cache runs a connection's
-/// pipelined commands concurrently (`docs/kv.md`); the store runs them in
-/// order.
-fn later_sets(cmds: &[(Cmd, bool)]) -> BTreeMap<u8, Vec<Vec<u8>>> {
-    let mut later: BTreeMap<u8, Vec<Vec<u8>>> = BTreeMap::new();
-    for (c, _) in cmds {
+/// The values the SETs of a pipeline write, by key, each with its
+/// position in the pipeline: in cache mode a lookup that a later command
+/// of its pipeline overtakes on flash may answer with that command's
+/// value, since the cache runs a connection's pipelined commands
+/// concurrently (`docs/kv.md`); the store runs them in order.
+fn sets_by_key(pipeline: &[(Cmd, bool)]) -> BTreeMap<u8, Vec<(usize, Vec<u8>)>> {
+    let mut sets: BTreeMap<u8, Vec<(usize, Vec<u8>)>> = BTreeMap::new();
+    for (i, (c, _)) in pipeline.iter().enumerate() {
         if let Cmd::Set { key, value, .. } = c {
-            later.entry(*key).or_default().push(value.clone());
+            sets.entry(*key).or_default().push((i, value.clone()));
         }
     }
-    later
+    sets
 }
 
 /// The next reply on `c`: parsed from `buf` at `*at`, reading more onto
@@ -383,9 +386,11 @@ type Allowed = Vec<Option<Vec<u8>>>;
 struct Model {
     mode: KvMode,
     keys: BTreeMap<u8, Allowed>,
-    /// Values that commands concurrent with the one checked write (see
-    /// [`later_sets`]): a read may return them too.
-    concurrent: BTreeMap<u8, Vec<Vec<u8>>>,
+    /// The SETs of the pipeline being checked (cache mode; see
+    /// [`sets_by_key`]): a read may return what those after it write.
+    concurrent: BTreeMap<u8, Vec<(usize, Vec<u8>)>>,
+    /// The position in its pipeline of the command being checked.
+    position: usize,
     /// What each key went through: the commands that wrote it and their
     /// replies, for the report of a wrong read.
     history: BTreeMap<u8, Vec<String>>,
@@ -397,6 +402,7 @@ impl Model {
             mode,
             keys: BTreeMap::new(),
             concurrent: BTreeMap::new(),
+            position: 0,
             history: BTreeMap::new(),
         }
     }
@@ -423,8 +429,9 @@ impl Model {
     /// command writes to it.
     fn readable(&self, k: u8) -> Allowed {
         let mut a = self.allowed(k);
-        let later = self.concurrent.get(&k).into_iter().flatten();
-        a.extend(later.map(|v| Some(v.clone())));
+        let sets = self.concurrent.get(&k).into_iter().flatten();
+        let later = sets.filter(|(i, _)| *i > self.position);
+        a.extend(later.map(|(_, v)| Some(v.clone())));
         a
     }
 

@@ -164,6 +164,19 @@ fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, Prof
     }
     if let Some(v) = t.gb_per_s_16k {
         positive(profile, &f("gb_per_s_16k"), v)?;
+        if v < t.gb_per_s_4k {
+            // The pipe would need a negative cost per request.
+            return Err(ProfileError {
+                profile: profile.into(),
+                field: f("gb_per_s_16k"),
+                message: format!(
+                    "{v} GB/s at 16 KiB is below {} GB/s at 4 KiB; a device moves \
+                     larger requests at least as fast (the two figures may come \
+                     from different devices)",
+                    t.gb_per_s_4k
+                ),
+            });
+        }
     }
     if let Some(v) = t.gb_per_s_large {
         positive(profile, &f("gb_per_s_large"), v)?;
@@ -497,6 +510,14 @@ mod tests {
             for d in [m.read, m.write] {
                 assert!(d.pipe_ns(4096) > 0.0, "{}", p.name);
                 assert!(d.access_ns(4096) >= 0.0, "{}", p.name);
+                // No device moves large requests slower than small ones.
+                let bytes_per_ns = |s: u64| s as f64 / d.pipe_ns(s);
+                assert!(d.pipe_fixed_ns >= 0.0, "{}", p.name);
+                assert!(
+                    bytes_per_ns(65536) >= bytes_per_ns(4096) - 1e-12,
+                    "{}",
+                    p.name
+                );
             }
         }
     }
@@ -574,6 +595,23 @@ mod tests {
         assert!((per_byte - 1.0 / 0.55).abs() < 1e-6);
         p.read.gb_per_s_16k = Some(0.5);
         assert_eq!(p.model().unwrap_err().field, "read.gb_per_s_large");
+    }
+
+    /// A 16 KiB bandwidth under the 4 KiB one, as when the two figures
+    /// come from different devices, is refused by name: the pipe would
+    /// need a negative cost per request.
+    #[test]
+    fn bandwidth_falling_with_size_is_refused() {
+        let mut p = find_builtin("nvme-pcie3").unwrap();
+        p.read.gb_per_s_16k = Some(0.9);
+        let e = p.model().unwrap_err();
+        assert_eq!(e.field, "read.gb_per_s_16k");
+        assert!(
+            e.message.contains("0.9 GB/s at 16 KiB is below 1 GB/s"),
+            "{e}"
+        );
+        p.read.gb_per_s_16k = Some(1.0);
+        assert!(p.model().is_ok());
     }
 
     /// A TOML profile cites its parameters in a `cite` table.

@@ -9,7 +9,8 @@
 //! slower than the performance device. A swap that needs the promoted
 //! segment to be four times as hot (`swap_min_ratio = 4`) stops the churn
 //! at its source, for HeMem and for MOST. Colloid++ swaps through the same
-//! rule: at 1 it churns too, at 4 it uses both devices.
+//! rule, but on this pair it demotes in its first seconds and then holds
+//! its placement at either ratio, using both devices.
 
 mod common;
 use common::{device_ops_per_s, get, run_file};
@@ -30,8 +31,8 @@ fn hemem_churns_unless_a_swap_needs_a_clearly_hotter_segment_and_most_follows() 
         let share = r.throughput_ops_per_s / limit;
         let migrated: u64 = r.devices.iter().map(|d| d.migrated_bytes).sum();
         let run = format!("{label}, swap ratio {ratio}");
-        if ratio == "1.0" && !no_swaps_from_load {
-            // HeMem, Colloid++, MOST as it runs by default, and MOST
+        if ratio == "1.0" && !no_swaps_from_load && label != "colloid++" {
+            // HeMem, MOST as it runs by default, and MOST
             // either way after a low-load phase in which HeMem's quantum
             // swapped freely:
             // segments keep moving both ways, the migration keeps the
@@ -41,8 +42,10 @@ fn hemem_churns_unless_a_swap_needs_a_clearly_hotter_segment_and_most_follows() 
             assert!(migrated > 0, "{run}: no migration");
             assert!(share < 0.5, "{run}: {share:.2} of the limit");
         } else if label == "colloid++" {
-            // Without the churn Colloid++ moves load to the capacity
-            // device and serves more than the fast device can alone.
+            // Colloid++ moves load to the capacity device and serves more
+            // than the fast device can alone. (With the emulated Flash
+            // SSD's earlier profile, whose 1 MiB reads took 14.0 ms
+            // instead of 10.2, it churned at ratio 1.)
             assert!(
                 r.throughput_ops_per_s >= 1.2 * devices[0],
                 "{run}: {:.0} against the fast device's {:.0}",

@@ -29,10 +29,11 @@ fn nhc_beats_classic_at_load_2_and_approaches_best_split() {
     let speedup = nhc.throughput_ops_per_s / classic.throughput_ops_per_s;
     let of_split = nhc.throughput_ops_per_s / split.throughput_ops_per_s;
     eprintln!("Load-2.0: NHC/classic {speedup:.3}, NHC/best split {of_split:.3}");
-    // The paper reports +54 %; with the calibrated Flash SSD (64 KiB
-    // random reads at 1.52 GB/s) the best static split itself is +38 %
+    // The paper reports +54 %; the best static split is +50 % on our
+    // Flash SSD, whose 64 KiB random reads no source gives
     // (docs/reproduction.md, Figure 7).
-    assert!(speedup >= 1.3, "NHC/classic = {speedup}");
+    // Within 25 % of the paper's gain: 1 + 0.54 x 0.75.
+    assert!(speedup >= 1.405, "NHC/classic = {speedup}");
     assert!(of_split >= 0.9, "NHC/best split = {of_split}");
     assert!(nhc.mean_latency_us < classic.mean_latency_us);
 }
@@ -70,7 +71,7 @@ fn runs_are_deterministic_with_golden_numbers() {
     let classic = run(&cfg("classic", 1.0, 0.95)).unwrap();
     // Golden numbers copied from our own output: they show only that
     // nothing changed, and change only with a deliberate model change.
-    assert_eq!((classic.workers, classic.requests), (3, 35_821));
+    assert_eq!((classic.workers, classic.requests), (3, 35_823));
     assert_eq!(a.workers, 3);
     let mut other_seed = cfg("nhc", 1.0, 0.95);
     other_seed.seed = 2;

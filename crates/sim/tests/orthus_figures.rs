@@ -1,9 +1,9 @@
-//! The Orthus paper's statements about its Figures 4, 5, 8 and 13 and Table 2,
+//! The Orthus paper's statements about its Figures 4, 5, 7, 8 and 13 and Table 2,
 //! checked on the experiment files users run (runs selected from them where
 //! the whole file would take too long). Each test quotes the statement.
 //! Where our result departs from the paper, `docs/reproduction.md` shows
 //! why; the tests below hold the rows that match, and the experiment that
-//! shows the cause of one row that does not (Figure 8).
+//! shows the cause of one cell that does not (Figure 8).
 
 use std::collections::BTreeMap;
 
@@ -50,6 +50,55 @@ fn figure5_read_heavy_optimum_is_above_write_heavy() {
         if workers == "4" {
             assert!((read - 0.9).abs() < 0.051 && (write - 0.6).abs() < 0.051);
         }
+    }
+}
+
+/// Figure 7 (§6.1.1): "with 95% hit ratio and Load-2.0, NHC obtains
+/// improvements of 21%, 32%, 54% for DRAM+NVM, NVM+Optane, and
+/// Optane+Flash" and "reduces average latency by 19%, 25%, 39%". Each gain
+/// and each reduction within 25 % of the paper's, with the file's NHC
+/// options and with the paper's settings, and the gains in the paper's
+/// order.
+#[test]
+fn figure7_load2_gains_are_the_papers_within_25_percent() {
+    let runs = run_file("orthus-fig7-hierarchies.toml", &|k| {
+        get(k, "client.load") == "2.0"
+            && get(k, "workload.hit_ratio") == "0.95"
+            && !get(k, "devices").starts_with("flashsim")
+    });
+    let pairs = [
+        ("dram+nvm", 0.21, 0.19),
+        ("nvm+optane-905p", 0.32, 0.25),
+        ("optane-905p+flash-970pro", 0.54, 0.39),
+    ];
+    for label in ["options", "paper settings"] {
+        let find = |devices: &str, policy: &str| {
+            runs.iter()
+                .find(|(k, _)| {
+                    get(k, "label") == label
+                        && get(k, "devices") == devices
+                        && get(k, "policy") == policy
+                })
+                .map(|(_, r)| r)
+                .unwrap_or_else(|| panic!("no run {label} {devices} {policy}"))
+        };
+        let mut gains = Vec::new();
+        for (devices, paper_gain, paper_cut) in pairs {
+            let (nhc, classic) = (find(devices, "nhc"), find(devices, "classic"));
+            let gain = nhc.throughput_ops_per_s / classic.throughput_ops_per_s - 1.0;
+            let cut = 1.0 - nhc.mean_latency_us / classic.mean_latency_us;
+            eprintln!("{label}, {devices}: +{gain:.3} (paper +{paper_gain}), latency -{cut:.3} (paper -{paper_cut})");
+            assert!(
+                (gain / paper_gain - 1.0).abs() <= 0.25,
+                "{label} {devices}: {gain}"
+            );
+            assert!(
+                (cut / paper_cut - 1.0).abs() <= 0.25,
+                "{label} {devices}: {cut}"
+            );
+            gains.push(gain);
+        }
+        assert!(gains.windows(2).all(|w| w[0] < w[1]), "{label}: {gains:?}");
     }
 }
 
@@ -143,19 +192,18 @@ fn figure4_low_concurrency_maximizes_the_split_rate() {
 }
 
 /// Figure 8 (§6.1.2): "NHC offers more benefits when there are fewer
-/// writes". Write-back on Optane+Flash at a 20 % dirty-read ratio is the
-/// one row where ours rises instead; `docs/reproduction.md` shows that the
-/// Optane SSD's read/write interference causes it. With the profile's
-/// interference the gain rises from 10 % to 50 % writes; with the same
-/// profile without it the row is flat, and classic caching runs at the
-/// rates the Optane SSD's 64 KiB reads (2.49 GB/s) and writes (2.28 GB/s)
-/// give the mix: 1 / (w / 2.28 + 0.95 (1 - w) / 2.49 + 0.05 (1 - w) / 2.28),
-/// hits read and misses filled.
+/// writes". On write-back, Optane+Flash, a 20 % dirty-read ratio, the gain
+/// at 50 % writes is below the gain at 10 %, but it first rises at 30 %;
+/// `docs/reproduction.md` shows that the Optane SSD's read/write
+/// interference causes the rise. With the profile's interference the gain
+/// rises from 10 % to 30 % writes; with the same profile without it the
+/// two are equal, and classic caching runs at the rates the Optane SSD's
+/// 64 KiB reads (2.49 GB/s) and writes (2.28 GB/s) give the mix:
+/// 1 / (w / 2.28 + 0.95 (1 - w) / 2.49 + 0.05 (1 - w) / 2.28), hits read
+/// and misses filled.
 #[test]
 fn figure8_write_back_rise_comes_from_interference() {
-    let runs = run_file("orthus-fig8-interference.toml", &|k| {
-        get(k, "seed") == "1" && ["0.1", "0.5"].contains(&get(k, "workload.write_ratio"))
-    });
+    let runs = run_file("orthus-fig8-interference.toml", &|k| get(k, "seed") == "1");
     let find = |devices: &str, writes: &str, policy: &str| {
         runs.iter()
             .find(|(k, _)| {
@@ -173,12 +221,15 @@ fn figure8_write_back_rise_comes_from_interference() {
         "optane-905p+flash-970pro",
         "optane-no-interference+flash-970pro",
     );
-    let rise_with = gain(with, "0.5") / gain(with, "0.1");
-    let rise_without = gain(without, "0.5") / gain(without, "0.1");
-    eprintln!("NHC's gain from 10 % to 50 % writes: x{rise_with:.3} with interference, x{rise_without:.3} without");
-    assert!(rise_with > 1.03, "{rise_with}");
-    assert!((rise_without - 1.0).abs() < 0.02, "{rise_without}");
-    for w in [0.1f64, 0.5] {
+    let rise = |devices: &str| gain(devices, "0.3") / gain(devices, "0.1");
+    let (rise_with, rise_without) = (rise(with), rise(without));
+    eprintln!("NHC's gain from 10 % to 30 % writes: x{rise_with:.3} with interference, x{rise_without:.3} without");
+    assert!(rise_with > 1.01, "{rise_with}");
+    assert!((rise_without - 1.0).abs() < 0.01, "{rise_without}");
+    for devices in [with, without] {
+        assert!(gain(devices, "0.5") < gain(devices, "0.1"), "{devices}");
+    }
+    for w in [0.1f64, 0.3, 0.5] {
         let expected = 1.0 / (w / 2.28 + 0.95 * (1.0 - w) / 2.49 + 0.05 * (1.0 - w) / 2.28);
         let got = find(without, &w.to_string(), "classic");
         assert!(

@@ -8,7 +8,7 @@
 //! TIERMUX_SKIP_REDIS_CLIENTS=1 to skip them); the kill test needs none.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +16,7 @@ use std::time::Duration;
 #[path = "common/kv_server.rs"]
 mod kv_server;
 use kv_server::{have_clients, python, redis_benchmark, tempdir, Served};
+use tiermux_server::resp_client::{self, Reply, ReplyReader};
 
 /// Serves a store on `policy` (a `[policy]` table's lines) from `dir`.
 fn serve(dir: &std::path::Path, policy: &str) -> Served {
@@ -109,46 +110,10 @@ fn a_python_client_reads_what_it_wrote_and_scans_in_order() {
     python(&dir, MODEL_SCRIPT, s.port);
 }
 
-/// A minimal RESP reader for the replies this test expects.
-#[derive(Debug, PartialEq)]
-enum Resp {
-    Simple(String),
-    Error(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<Resp>),
-}
-
-fn read_resp(r: &mut BufReader<TcpStream>) -> std::io::Result<Resp> {
-    let mut line = String::new();
-    if r.read_line(&mut line)? == 0 {
-        return Err(std::io::ErrorKind::UnexpectedEof.into());
-    }
-    let (kind, rest) = line.trim_end().split_at(1);
-    let n = || rest.parse::<i64>().expect("a number");
-    Ok(match kind {
-        "+" => Resp::Simple(rest.into()),
-        "-" => Resp::Error(rest.into()),
-        ":" => Resp::Int(n()),
-        "$" if n() < 0 => Resp::Bulk(None),
-        "$" => {
-            let mut b = vec![0; n() as usize + 2];
-            r.read_exact(&mut b)?;
-            b.truncate(b.len() - 2);
-            Resp::Bulk(Some(b))
-        }
-        "*" => Resp::Array((0..n()).map(|_| read_resp(r)).collect::<Result<_, _>>()?),
-        _ => panic!("not RESP: {line:?}"),
-    })
-}
-
+/// A command as clients send it.
 fn command(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    let mut out = Vec::new();
+    resp_client::command(&mut out, args);
     out
 }
 
@@ -177,7 +142,7 @@ fn writer(port: u16, which: u64, seed: u64, log: Log, next_id: Arc<Mutex<u64>>) 
         return;
     };
     let mut w = s.try_clone().expect("clone");
-    let mut r = BufReader::new(s);
+    let mut r = ReplyReader::new(s);
     let mut rng = seed;
     loop {
         let mut batch = Vec::new();
@@ -211,8 +176,8 @@ fn writer(port: u16, which: u64, seed: u64, log: Log, next_id: Arc<Mutex<u64>>) 
             return;
         }
         for (key, at) in batch {
-            match read_resp(&mut r) {
-                Ok(Resp::Simple(_) | Resp::Int(_)) => {
+            match r.next_reply() {
+                Ok(Reply::Simple(_) | Reply::Int(_)) => {
                     log.lock().expect("log").get_mut(&key).expect("a key")[at].1 = true
                 }
                 Ok(other) => panic!("a write answered {other:?}"),
@@ -229,18 +194,18 @@ fn check(port: u16, log: &Log) -> HashMap<usize, Vec<(u64, bool)>> {
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
     let mut w = s.try_clone().expect("clone");
-    let mut r = BufReader::new(s);
+    let mut r = ReplyReader::new(s);
     let names: Vec<String> = (0..KEYS).map(|k| format!("key{k}")).collect();
     let mut args: Vec<&[u8]> = vec![b"MGET"];
     args.extend(names.iter().map(|n| n.as_bytes()));
     w.write_all(&command(&args)).expect("send");
-    let Resp::Array(values) = read_resp(&mut r).expect("MGET") else {
+    let Reply::Array(values) = r.next_reply().expect("MGET") else {
         panic!("MGET answered no array");
     };
     let log = log.lock().expect("log");
     let mut held = HashMap::new();
     for (key, v) in values.into_iter().enumerate() {
-        let Resp::Bulk(v) = v else { panic!("{v:?}") };
+        let Reply::Bulk(v) = v else { panic!("{v:?}") };
         let id = v.as_ref().map_or(0, |v| {
             let text = String::from_utf8_lossy(v);
             let id: u64 = text

@@ -17,8 +17,7 @@
 //!   another value.
 
 use std::collections::BTreeMap;
-use std::io::{self, Read, Write};
-use std::os::unix::net::UnixStream;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,6 +28,7 @@ use tiermux_kv::{CacheConfig, Machine, MachineConfig, StoreConfig};
 
 use crate::fuzzing::{connect, fresh_dir, read_to_close, send_and_read_to_close, CONFIG};
 use crate::kv::{KvServer, KvServerStats, KvShutdown};
+use crate::resp_client::{command, Reply, ReplyReader};
 
 /// Which key-value machine the fuzzed server runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,8 +115,8 @@ impl KvTarget {
         let id = self.sessions.fetch_add(1, Ordering::Relaxed);
         let (cmds, tail) = decode_commands(data, self.mode);
         let key = |k: u8| format!("s{id}:k{k}").into_bytes();
-        let mut c = connect(&self.sock);
-        let (mut replies, mut at) = (Vec::new(), 0);
+        let c = connect(&self.sock);
+        let mut replies = ReplyReader::new(&c);
         let mut model = Model::new(self.mode);
         let mut values = 0;
         for chunk in cmds.split_inclusive(|(_, ends_chunk)| *ends_chunk) {
@@ -128,24 +128,28 @@ impl KvTarget {
             for (cmd, _) in chunk {
                 encode_command(cmd, &key, &mut input);
             }
-            c.write_all(&input).expect("send a chunk of the session");
+            (&c).write_all(&input).expect("send a chunk of the session");
             for (i, (cmd, _)) in chunk.iter().enumerate() {
-                let reply = next_reply(&mut c, &mut replies, &mut at)
-                    .unwrap_or_else(|why| panic!("{:?}: {cmd:?}: {why}", self.mode));
+                let reply = replies.next_reply().unwrap_or_else(|why| {
+                    panic!(
+                        "{:?}: {cmd:?}: no whole reply within 20 s: {why}",
+                        self.mode
+                    )
+                });
                 model.position = i;
                 if let Err(why) = model.check(cmd, &reply) {
                     panic!("{:?}: {cmd:?}: {why}", self.mode);
                 }
-                values += matches!(reply, Resp::Bulk(Some(_))) as usize;
+                values += matches!(reply, Reply::Bulk(Some(_))) as usize;
             }
         }
         // Leave the store as it was: the keys go, whatever the model says.
         let mut input = Vec::new();
         encode_command(&Cmd::Del((0..KEYS).collect()), &key, &mut input);
         input.extend_from_slice(tail);
-        let _ = c.write_all(&input);
+        let _ = (&c).write_all(&input);
         let _ = c.shutdown(std::net::Shutdown::Write);
-        read_to_close(c, replies);
+        read_to_close(c, Vec::new());
         (cmds.len(), values)
     }
 }
@@ -163,25 +167,6 @@ fn sets_by_key(pipeline: &[(Cmd, bool)]) -> BTreeMap<u8, Vec<(usize, Vec<u8>)>> 
         }
     }
     sets
-}
-
-/// The next reply on `c`: parsed from `buf` at `*at`, reading more onto
-/// `buf` until it is whole.
-fn next_reply(c: &mut UnixStream, buf: &mut Vec<u8>, at: &mut usize) -> Result<Resp, String> {
-    let mut chunk = vec![0; 1 << 16];
-    loop {
-        let mut probe = *at;
-        if let Some(r) = parse_reply(buf, &mut probe) {
-            *at = probe;
-            return Ok(r);
-        }
-        match c.read(&mut chunk) {
-            Ok(0) => return Err("the server closed the connection before replying".into()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("no whole reply within 20 s ({e})")),
-        }
-    }
 }
 
 impl KvTarget {
@@ -326,57 +311,7 @@ fn encode_command(c: &Cmd, key: &dyn Fn(u8) -> Vec<u8>, out: &mut Vec<u8>) {
             }
         }
     }
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(&a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
-/// A reply as the client reads it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Resp {
-    Simple(String),
-    Error(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<Resp>),
-}
-
-/// The reply at `*at` in `buf`, moving `*at` past it; `None` when `buf`
-/// ends before it does or it is not RESP.
-fn parse_reply(buf: &[u8], at: &mut usize) -> Option<Resp> {
-    let line_end = *at + buf.get(*at..)?.windows(2).position(|w| w == b"\r\n")?;
-    let kind = *buf.get(*at)?;
-    let text = std::str::from_utf8(&buf[*at + 1..line_end])
-        .ok()?
-        .to_string();
-    *at = line_end + 2;
-    match kind {
-        b'+' => Some(Resp::Simple(text)),
-        b'-' => Some(Resp::Error(text)),
-        b':' => text.parse().ok().map(Resp::Int),
-        b'$' => {
-            let n: i64 = text.parse().ok()?;
-            if n < 0 {
-                return Some(Resp::Bulk(None));
-            }
-            let end = *at + n as usize;
-            let v = buf.get(*at..end)?.to_vec();
-            (buf.get(end..end + 2)? == b"\r\n").then_some(())?;
-            *at = end + 2;
-            Some(Resp::Bulk(Some(v)))
-        }
-        b'*' => {
-            let n: usize = text.parse().ok()?;
-            (0..n)
-                .map(|_| parse_reply(buf, at))
-                .collect::<Option<_>>()
-                .map(Resp::Array)
-        }
-        _ => None,
-    }
+    command(out, &args.iter().map(Vec::as_slice).collect::<Vec<_>>());
 }
 
 /// What a key may read as: the values a GET may return (`None`: nothing).
@@ -435,16 +370,16 @@ impl Model {
         a
     }
 
-    fn value_ok(&self, k: u8, got: &Resp) -> Result<(), String> {
+    fn value_ok(&self, k: u8, got: &Reply) -> Result<(), String> {
         let allowed = self.readable(k);
         match got {
-            Resp::Bulk(v) if allowed.contains(v) => Ok(()),
+            Reply::Bulk(v) if allowed.contains(v) => Ok(()),
             _ => Err(format!(
                 "key {k} read as {}, where it may be {}; its writes: {}",
                 shown(got),
                 allowed
                     .iter()
-                    .map(|v| shown(&Resp::Bulk(v.clone())))
+                    .map(|v| shown(&Reply::Bulk(v.clone())))
                     .collect::<Vec<_>>()
                     .join(" or "),
                 self.history
@@ -456,19 +391,19 @@ impl Model {
     }
 
     /// Checks `reply` to `c` and moves the model past `c`.
-    fn check(&mut self, c: &Cmd, reply: &Resp) -> Result<(), String> {
+    fn check(&mut self, c: &Cmd, reply: &Reply) -> Result<(), String> {
         let store = self.mode == KvMode::Store;
         self.note(c, reply);
         match (c, reply) {
-            (Cmd::Set { key, value, expiry }, Resp::Simple(s)) if s == "OK" => {
+            (Cmd::Set { key, value, expiry }, Reply::Simple(s)) if s == "OK" => {
                 self.write(*key, Some(value.clone()), true, expiry.is_some());
             }
-            (Cmd::Set { expiry, .. }, Resp::Error(_)) if store && expiry.is_some() => {}
-            (Cmd::Set { key, value, .. }, Resp::Error(_)) if !store => {
+            (Cmd::Set { expiry, .. }, Reply::Error(_)) if store && expiry.is_some() => {}
+            (Cmd::Set { key, value, .. }, Reply::Error(_)) if !store => {
                 self.write(*key, Some(value.clone()), false, true);
             }
             (Cmd::Get(k), r) => self.value_ok(*k, r)?,
-            (Cmd::Mget(ks), Resp::Array(vs)) if vs.len() == ks.len() => {
+            (Cmd::Mget(ks), Reply::Array(vs)) if vs.len() == ks.len() => {
                 for (k, v) in ks.iter().zip(vs) {
                     self.value_ok(*k, v).map_err(|e| {
                         let others: Vec<String> = ks
@@ -479,23 +414,26 @@ impl Model {
                     })?;
                 }
             }
-            (Cmd::Del(ks) | Cmd::Exists(ks), Resp::Int(n)) => {
+            (Cmd::Del(ks) | Cmd::Exists(ks), Reply::Int(n)) => {
                 self.check_count(c, ks, *n)?;
             }
-            (Cmd::Ping, Resp::Simple(s)) if s == "PONG" => {}
-            (Cmd::Echo(m), Resp::Bulk(Some(v))) if v == m => {}
-            (Cmd::Scan { .. }, Resp::Array(parts)) if scan_shaped(parts) => {}
+            (Cmd::Ping, Reply::Simple(s)) if s == "PONG" => {}
+            (Cmd::Echo(m), Reply::Bulk(Some(v))) if v == m => {}
+            (Cmd::Scan { .. }, Reply::Array(parts)) if scan_shaped(parts) => {}
             _ => return Err(format!("unexpected reply {}", shown(reply))),
         }
         Ok(())
     }
 
     /// Adds `c` to the history of the keys it writes.
-    fn note(&mut self, c: &Cmd, reply: &Resp) {
+    fn note(&mut self, c: &Cmd, reply: &Reply) {
         let (keys, what) = match c {
             Cmd::Set { key, value, expiry } => (
                 vec![*key],
-                format!("SET {} {expiry:?}", shown(&Resp::Bulk(Some(value.clone())))),
+                format!(
+                    "SET {} {expiry:?}",
+                    shown(&Reply::Bulk(Some(value.clone())))
+                ),
             ),
             Cmd::Del(ks) => (ks.clone(), "DEL".into()),
             _ => return,
@@ -534,19 +472,19 @@ impl Model {
 }
 
 /// A SCAN reply: a cursor and an array of keys.
-fn scan_shaped(parts: &[Resp]) -> bool {
+fn scan_shaped(parts: &[Reply]) -> bool {
     match parts {
-        [Resp::Bulk(Some(cursor)), Resp::Array(keys)] => {
+        [Reply::Bulk(Some(cursor)), Reply::Array(keys)] => {
             std::str::from_utf8(cursor).is_ok_and(|c| c.parse::<u64>().is_ok())
-                && keys.iter().all(|k| matches!(k, Resp::Bulk(Some(_))))
+                && keys.iter().all(|k| matches!(k, Reply::Bulk(Some(_))))
         }
         _ => false,
     }
 }
 
-fn shown(r: &Resp) -> String {
+fn shown(r: &Reply) -> String {
     match r {
-        Resp::Bulk(Some(v)) if v.len() > 24 => {
+        Reply::Bulk(Some(v)) if v.len() > 24 => {
             format!(
                 "{} bytes ({:?}...)",
                 v.len(),
@@ -611,17 +549,17 @@ mod tests {
             value: b"one".to_vec(),
             expiry: None,
         };
-        assert!(m.check(&set, &Resp::Simple("OK".into())).is_ok());
-        let good = Resp::Bulk(Some(b"one".to_vec()));
+        assert!(m.check(&set, &Reply::Simple("OK".into())).is_ok());
+        let good = Reply::Bulk(Some(b"one".to_vec()));
         assert!(m.check(&Cmd::Get(1), &good).is_ok());
-        assert!(m.check(&Cmd::Get(1), &Resp::Bulk(None)).is_err());
+        assert!(m.check(&Cmd::Get(1), &Reply::Bulk(None)).is_err());
         assert!(m.check(&Cmd::Get(2), &good).is_err());
-        assert!(m.check(&Cmd::Exists(vec![1, 1, 2]), &Resp::Int(2)).is_ok());
-        assert!(m.check(&Cmd::Del(vec![1, 1]), &Resp::Int(2)).is_err());
+        assert!(m.check(&Cmd::Exists(vec![1, 1, 2]), &Reply::Int(2)).is_ok());
+        assert!(m.check(&Cmd::Del(vec![1, 1]), &Reply::Int(2)).is_err());
         let mut cache = Model::new(KvMode::Cache);
-        assert!(cache.check(&set, &Resp::Simple("OK".into())).is_ok());
-        assert!(cache.check(&Cmd::Get(1), &Resp::Bulk(None)).is_ok());
-        let stale = Resp::Bulk(Some(b"old".to_vec()));
+        assert!(cache.check(&set, &Reply::Simple("OK".into())).is_ok());
+        assert!(cache.check(&Cmd::Get(1), &Reply::Bulk(None)).is_ok());
+        let stale = Reply::Bulk(Some(b"old".to_vec()));
         assert!(cache.check(&Cmd::Get(1), &stale).is_err());
     }
 }

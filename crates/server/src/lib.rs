@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod proto;
 pub mod read_ahead;
 pub mod resp;
+pub mod resp_client;
 pub mod server;
 pub mod sock;
 

@@ -196,13 +196,17 @@ struct Lookup {
     key: Bytes,
     kind: Kind,
     now_ms: u64,
+    /// The key's [`Watch::changes`] when the lookup began.
+    changes_at_start: u64,
 }
 
-/// Lookups in flight for a key, and whether a set or delete overtook them.
+/// Lookups in flight for a key, and the sets and deletes of the key since
+/// the first of them began: a lookup that one of those overtook answers
+/// as absent, since what it reads may be the newer value.
 #[derive(Clone, Debug, Default)]
 struct Watch {
     readers: u32,
-    changed: bool,
+    changes: u64,
 }
 
 /// Counters of a cache.
@@ -225,6 +229,9 @@ pub struct CacheStats {
     /// flash copy was gone, and so wrote again (CacheLib's
     /// `numNvmPutFromClean`).
     pub rewritten_clean: u64,
+    /// Flash lookups a set or delete of their key overtook, answered as
+    /// absent.
+    pub overtaken_lookups: u64,
     /// The small-object cache's counters.
     pub soc: SocStats,
     /// The large-object cache's counters.
@@ -395,20 +402,22 @@ impl Cache {
             self.replies.push_back((tag, reply));
             return;
         }
-        self.probe(Lookup {
-            tag,
-            key,
-            kind,
-            now_ms,
-        });
+        self.probe(tag, key, kind, now_ms);
     }
 
-    /// Looks a key up on flash.
-    fn probe(&mut self, l: Lookup) {
+    /// Looks a key up on flash; returns the lookup's number.
+    fn probe(&mut self, tag: u64, key: Bytes, kind: Kind, now_ms: u64) -> u64 {
         let t = self.next_lookup;
         self.next_lookup += 1;
-        let key = l.key.clone();
-        self.watches.entry(key.clone()).or_default().readers += 1;
+        let w = self.watches.entry(key.clone()).or_default();
+        w.readers += 1;
+        let l = Lookup {
+            tag,
+            key: key.clone(),
+            kind,
+            now_ms,
+            changes_at_start: w.changes,
+        };
         self.lookups.insert(t, l);
         match (&mut self.loc, &mut self.soc) {
             (Some(loc), _) if loc.contains(&key) => {
@@ -417,6 +426,7 @@ impl Cache {
             (_, Some(soc)) => soc.lookup(t, key, &mut self.io, &mut self.found),
             _ => self.found.push(Found { tag: t, item: None }),
         }
+        t
     }
 
     fn set(&mut self, tag: u64, key: Bytes, value: Bytes, expires_at_ms: u64) {
@@ -453,22 +463,25 @@ impl Cache {
                 self.replies.push_back((tag, Reply::Count(n)));
             }
             // The probe is queued before the removal, so it sees the
-            // state the delete changes.
-            None => self.probe(Lookup {
-                tag,
-                key: key.clone(),
-                kind: Kind::Del,
-                now_ms,
-            }),
+            // state the delete changes; that change is the delete's own,
+            // not one that overtook the probe.
+            None => {
+                let t = self.probe(tag, key.clone(), Kind::Del, now_ms);
+                self.invalidate_flash(&key);
+                let changes = self.watches.get(&key).expect("a watched key").changes;
+                let l = self.lookups.get_mut(&t).expect("the delete's probe");
+                l.changes_at_start = changes;
+                return;
+            }
         }
         self.invalidate_flash(&key);
     }
 
-    /// Removes every flash copy of `key` and keeps lookups in flight from
-    /// promoting what they read.
+    /// Removes every flash copy of `key` and marks its lookups in flight
+    /// as overtaken: they answer as absent and promote nothing.
     fn invalidate_flash(&mut self, key: &Bytes) {
         if let Some(w) = self.watches.get_mut(key) {
-            w.changed = true;
+            w.changes += 1;
         }
         if let Some(loc) = self.loc.as_mut() {
             loc.remove(key);
@@ -499,11 +512,16 @@ impl Cache {
             .expect("an answer for a lookup in flight");
         let w = self.watches.get_mut(&l.key).expect("a watched key");
         w.readers -= 1;
-        let fresh = !w.changed;
+        // Overtaken: the read may have found what a later set wrote, and
+        // a connection's commands answer in order, so it finds nothing.
+        let fresh = w.changes == l.changes_at_start;
+        self.stats.overtaken_lookups += !fresh as u64;
         if w.readers == 0 {
             self.watches.remove(&l.key);
         }
-        let item = f.item.filter(|(_, exp)| !item::expired(*exp, l.now_ms));
+        let item = f
+            .item
+            .filter(|(_, exp)| fresh && !item::expired(*exp, l.now_ms));
         let reply = match l.kind {
             Kind::Get => {
                 self.stats.flash_hits += item.is_some() as u64;

@@ -173,6 +173,7 @@ impl Machine {
                     ("to_small_object_cache", s.to_soc),
                     ("to_large_object_cache", s.to_loc),
                     ("rewritten_clean", s.rewritten_clean),
+                    ("overtaken_lookups", s.overtaken_lookups),
                     ("bucket_reads", s.soc.reads),
                     ("bucket_writes", s.soc.writes),
                     ("bloom_rejects", s.soc.bloom_rejects),

@@ -12,9 +12,9 @@
 //! - [`KvTarget::session`]: commands decoded from the input (SET, GET,
 //!   MGET, DEL, EXISTS, PING, ECHO, SCAN over a few keys of its own), sent
 //!   in pipelines, every reply checked against a model of the keys: the
-//!   store answers exactly what was last acknowledged, the cache that,
-//!   nothing, or what a later SET of the same pipeline wrote; never
-//!   another value.
+//!   store answers exactly what was last acknowledged, the cache that or
+//!   nothing (never what a later SET of the same pipeline wrote: a
+//!   connection's commands answer in order); never another value.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -120,23 +120,18 @@ impl KvTarget {
         let mut model = Model::new(self.mode);
         let mut values = 0;
         for chunk in cmds.split_inclusive(|(_, ends_chunk)| *ends_chunk) {
-            model.concurrent = match self.mode {
-                KvMode::Cache => sets_by_key(chunk),
-                KvMode::Store => BTreeMap::new(),
-            };
             let mut input = Vec::new();
             for (cmd, _) in chunk {
                 encode_command(cmd, &key, &mut input);
             }
             (&c).write_all(&input).expect("send a chunk of the session");
-            for (i, (cmd, _)) in chunk.iter().enumerate() {
+            for (cmd, _) in chunk {
                 let reply = replies.next_reply().unwrap_or_else(|why| {
                     panic!(
                         "{:?}: {cmd:?}: no whole reply within 20 s: {why}",
                         self.mode
                     )
                 });
-                model.position = i;
                 if let Err(why) = model.check(cmd, &reply) {
                     panic!("{:?}: {cmd:?}: {why}", self.mode);
                 }
@@ -152,21 +147,6 @@ impl KvTarget {
         read_to_close(c, Vec::new());
         (cmds.len(), values)
     }
-}
-
-/// The values the SETs of a pipeline write, by key, each with its
-/// position in the pipeline: in cache mode a lookup that a later command
-/// of its pipeline overtakes on flash may answer with that command's
-/// value, since the cache runs a connection's pipelined commands
-/// concurrently (`docs/kv.md`); the store runs them in order.
-fn sets_by_key(pipeline: &[(Cmd, bool)]) -> BTreeMap<u8, Vec<(usize, Vec<u8>)>> {
-    let mut sets: BTreeMap<u8, Vec<(usize, Vec<u8>)>> = BTreeMap::new();
-    for (i, (c, _)) in pipeline.iter().enumerate() {
-        if let Cmd::Set { key, value, .. } = c {
-            sets.entry(*key).or_default().push((i, value.clone()));
-        }
-    }
-    sets
 }
 
 impl KvTarget {
@@ -321,11 +301,6 @@ type Allowed = Vec<Option<Vec<u8>>>;
 struct Model {
     mode: KvMode,
     keys: BTreeMap<u8, Allowed>,
-    /// The SETs of the pipeline being checked (cache mode; see
-    /// [`sets_by_key`]): a read may return what those after it write.
-    concurrent: BTreeMap<u8, Vec<(usize, Vec<u8>)>>,
-    /// The position in its pipeline of the command being checked.
-    position: usize,
     /// What each key went through: the commands that wrote it and their
     /// replies, for the report of a wrong read.
     history: BTreeMap<u8, Vec<String>>,
@@ -336,8 +311,6 @@ impl Model {
         Model {
             mode,
             keys: BTreeMap::new(),
-            concurrent: BTreeMap::new(),
-            position: 0,
             history: BTreeMap::new(),
         }
     }
@@ -360,18 +333,8 @@ impl Model {
         self.keys.insert(k, allowed);
     }
 
-    /// What a read of `k` may return: what it holds, or what a concurrent
-    /// command writes to it.
-    fn readable(&self, k: u8) -> Allowed {
-        let mut a = self.allowed(k);
-        let sets = self.concurrent.get(&k).into_iter().flatten();
-        let later = sets.filter(|(i, _)| *i > self.position);
-        a.extend(later.map(|(_, v)| Some(v.clone())));
-        a
-    }
-
     fn value_ok(&self, k: u8, got: &Reply) -> Result<(), String> {
-        let allowed = self.readable(k);
+        let allowed = self.allowed(k);
         match got {
             Reply::Bulk(v) if allowed.contains(v) => Ok(()),
             _ => Err(format!(
@@ -446,16 +409,16 @@ impl Model {
 
     /// DEL counts the keys it removed, EXISTS those present (each time a
     /// key is named): exactly in the store, at most that in the cache
-    /// (where a concurrent SET may make a key present).
+    /// (which may have dropped a key).
     fn check_count(&mut self, c: &Cmd, ks: &[u8], n: i64) -> Result<(), String> {
         let del = matches!(c, Cmd::Del(_));
         let (mut least, mut most) = (0, 0);
         let mut gone = Vec::new();
         for k in ks {
             let present = !(del && gone.contains(k));
-            let readable = self.readable(*k);
-            most += (present && readable.iter().any(Option::is_some)) as i64;
-            least += (present && !self.allowed(*k).contains(&None)) as i64;
+            let allowed = self.allowed(*k);
+            most += (present && allowed.iter().any(Option::is_some)) as i64;
+            least += (present && !allowed.contains(&None)) as i64;
             gone.push(*k);
         }
         if del {

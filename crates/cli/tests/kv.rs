@@ -14,6 +14,7 @@ use std::time::Duration;
 #[path = "common/kv_server.rs"]
 mod kv_server;
 use kv_server::{have_clients, python, redis_benchmark, serve, tempdir};
+use tiermux_server::resp_client::{self, Reply, ReplyReader};
 
 const CONFIG: &str = r#"
 size = "128MiB"
@@ -438,4 +439,41 @@ fn a_command_of_many_keys_reads_flash_a_few_at_a_time() {
         String::from_utf8_lossy(&got[..got.len().min(100)])
     );
     assert!(peak > 0 && peak < 1024, "the server peaked at {peak} MiB");
+}
+
+/// A client that pipelines many GETs of a large value and does not read
+/// its replies holds the server to a bounded amount of memory: the
+/// server takes no more of the connection's commands to the machine
+/// while the replies it holds unsent pass the connection's limit, and
+/// answers every one, whole and in order, once the client reads.
+#[test]
+fn replies_a_client_does_not_read_stay_bounded() {
+    let dir = tempdir("unread");
+    let s = serve(&dir, CONFIG);
+    let value = vec![b'v'; 1_000_000];
+    let mut set = Vec::new();
+    resp_client::command(&mut set, &[b"SET", b"big", &value]);
+    assert_eq!(pipeline(s.port, set, false, b"+OK\r\n"), b"+OK\r\n");
+    const GETS: usize = 1000;
+    let mut gets = Vec::new();
+    for _ in 0..GETS {
+        resp_client::command(&mut gets, &[b"GET", b"big"]);
+    }
+    let c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    (&c).write_all(&gets).expect("send");
+    // 1 GB of replies: were they all built, the server would hold them.
+    let mut peak = 0;
+    for _ in 0..150 {
+        peak = peak.max(rss_mib(s.child.id()));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!("{GETS} GETs of 1 MB unread: the server peaked at {peak} MiB");
+    let mut replies = ReplyReader::new(&c);
+    for i in 0..GETS {
+        let r = replies.next_reply().expect("a reply");
+        assert!(r == Reply::Bulk(Some(value.clone())), "GET {i}");
+    }
+    assert!(peak > 0 && peak < 512, "the server peaked at {peak} MiB");
 }

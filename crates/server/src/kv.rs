@@ -209,6 +209,8 @@ struct Conn {
     parts: VecDeque<(u64, usize, Command)>,
     /// Cache commands in the machine.
     parts_in_flight: usize,
+    /// Bytes of values gathered into `replies` and not yet sent.
+    gathered_bytes: u64,
 }
 
 impl Connection for Conn {
@@ -229,6 +231,16 @@ impl Pending {
 }
 
 impl Conn {
+    /// Whether the part of reply `seq` may go to the machine now: not
+    /// while the replies held unsent pass [`MAX_OUT_BYTES_PER_CONN`], nor,
+    /// but for the oldest reply (which must finish for any to go), while
+    /// the values gathered for later ones do.
+    fn may_submit(&self, seq: u64) -> bool {
+        self.parts_in_flight < MAX_PARTS_IN_FLIGHT_PER_CONN
+            && self.wire.out_bytes < MAX_OUT_BYTES_PER_CONN
+            && (seq == self.first_seq || self.gathered_bytes < MAX_OUT_BYTES_PER_CONN)
+    }
+
     fn can_take(&self) -> bool {
         self.replies.len() < MAX_COMMANDS_PER_CONN && self.wire.out_bytes < MAX_OUT_BYTES_PER_CONN
     }
@@ -287,12 +299,21 @@ impl Frontend for Front<'_> {
                 first_seq: 0,
                 parts: VecDeque::new(),
                 parts_in_flight: 0,
+                gathered_bytes: 0,
             };
             self.conns.insert(s, conn, io);
         }
     }
 
     fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
+        // Connections held back by their unsent replies take more to the
+        // machine once the client has read some.
+        let now = now_ms(io);
+        for idx in 0..self.conns.slots() {
+            if self.conns.at(idx).is_some_and(|c| !c.parts.is_empty()) {
+                self.submit_parts(idx, now);
+            }
+        }
         // Never wait with storage requests queued in the machine: a store
         // opening its volume queues them before any command arrives.
         self.pump(io);
@@ -453,15 +474,17 @@ impl Front<'_> {
     }
 
     /// Hands connection `idx`'s waiting cache commands to the machine, in
-    /// order, up to [`MAX_PARTS_IN_FLIGHT_PER_CONN`]; drops those of a
-    /// reply already too large.
+    /// order, as far as [`Conn::may_submit`] lets them go; drops those of
+    /// a reply already too large.
     fn submit_parts(&mut self, idx: usize, now: u64) {
         let c = self.conns.at(idx).expect("a connection");
         let gen = c.wire.gen;
-        while c.parts_in_flight < MAX_PARTS_IN_FLIGHT_PER_CONN {
-            let Some((seq, part, cmd)) = c.parts.pop_front() else {
-                break;
-            };
+        while c
+            .parts
+            .front()
+            .is_some_and(|(seq, _, _)| c.may_submit(*seq))
+        {
+            let (seq, part, cmd) = c.parts.pop_front().expect("a waiting part");
             let p = &mut c.replies[(seq - c.first_seq) as usize];
             if p.too_large() {
                 p.left -= 1;
@@ -534,7 +557,9 @@ impl Front<'_> {
             c.parts_in_flight -= 1;
             let p = &mut c.replies[(r.seq - c.first_seq) as usize];
             p.left -= 1;
+            let before = p.value_bytes;
             absorb(p, r.part, reply, &mut self.server.cursors);
+            c.gathered_bytes += p.value_bytes - before;
             touched.push(r.conn);
         }
         touched.sort_unstable();
@@ -550,6 +575,7 @@ impl Front<'_> {
         while c.replies.front().is_some_and(|p| p.left == 0) {
             let p = c.replies.pop_front().expect("a reply");
             c.first_seq += 1;
+            c.gathered_bytes -= p.value_bytes;
             encode(p, &mut out);
         }
         if !out.is_empty() {
@@ -576,7 +602,10 @@ fn absorb(p: &mut Pending, part: usize, reply: Reply, cursors: &mut Cursors) {
             *keys = es.into_iter().map(|(k, _)| k).filter(wanted).collect();
         }
         (Reply::Error(e), _) => p.error = Some(e),
-        (Reply::Value(v), ReplyShape::Value(slot)) => *slot = v,
+        (Reply::Value(v), ReplyShape::Value(slot)) => {
+            p.value_bytes = v.as_ref().map_or(0, |v| v.len() as u64);
+            *slot = v;
+        }
         (Reply::Value(v), ReplyShape::Values(vs)) => {
             let was_too_large = p.value_bytes > MAX_REPLY_BYTES;
             p.value_bytes += v.as_ref().map_or(0, |v| v.len() as u64);

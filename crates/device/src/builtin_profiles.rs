@@ -164,7 +164,6 @@ fn orthus_flash_ssd() -> ProfileSpec {
         dir(80.0, None, 2.048, None),
         dir(25.0, None, 2.048, None),
     );
-    flash.write.gb_per_s_large = Some(2.0);
     flash.read.qd1_gb_per_s = Some(1.5);
     flash.read.p99_over_p50 = Some(96.0 / 76.0);
     flash.channels = 64;
@@ -174,13 +173,9 @@ fn orthus_flash_ssd() -> ProfileSpec {
         &format!("{ORTHUS_T1} (NVMe Flash SSD): 80 µs"),
     );
     cite(&mut flash, &["write.latency_us_4k"], &format!("{ANANDTECH_P4800X}: thanks to their write caches, flash SSDs' QD1 random write latencies are only 2-3x the Optane SSD's (10 µs); 25 µs"));
-    cite(&mut flash, &["write.gb_per_s_4k"], "Samsung 970 Pro specifications (HotHardware's 970 review): random IOPS peak at about 500K (4 KiB, QD32 x 4 threads)");
+    cite(&mut flash, &["write.gb_per_s_4k"], &format!("Samsung 970 Pro specifications (HotHardware's 970 review): random IOPS peak at about 500K (4 KiB, QD32 x 4 threads). Writes move at this rate at every size: {ORTHUS_T1}'s ~2.0 GB/s sequential write is the same figure rounded"));
     cite(&mut flash, &["read.gb_per_s_4k"], "Samsung 970 Pro specifications (HotHardware's 970 review): random IOPS peak at about 500K (4 KiB, QD32 x 4 threads). No figure gives the drive's larger random reads, so they move at this rate: not slower (a large read is served as 4 KiB pages in parallel), not at Orthus Table 1's ~3.0 GB/s (a sequential figure)");
-    cite(
-        &mut flash,
-        &["write.gb_per_s_large"],
-        &format!("{ORTHUS_T1}: ~2.0 GB/s write, read as the vendor's sequential figure"),
-    );
+
     cite(&mut flash, &["read.qd1_gb_per_s"], "MOST Table 1, PCIe 3.0 Samsung 960 flash SSD: QD1 read latency 82 µs at 4 KiB and 90 µs at 16 KiB, so one request streams its extra 12 KiB at about 1.5 GB/s");
     cite(&mut flash, &["read.p99_over_p50"], &format!("{ANANDTECH_P4800X}: QD1 4 KiB random read on the Intel P3700 NVMe flash SSD, median 76 µs, 99th percentile 96 µs"));
     cite(&mut flash, &["channels"], &format!("Derived: 500K IOPS at 80 µs needs at least 40 reads in service at once (Little's law); 64 independent units (dies and planes) let the host link, not the units, bind at QD128, and leave QD16 latency-bound, as {ANANDTECH_P4800X} measured for flash (P3700: 167k IOPS at QD16, median 91 µs)"));

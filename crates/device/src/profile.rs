@@ -187,6 +187,19 @@ fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, Prof
                 message: "give gb_per_s_16k or gb_per_s_large, not both".into(),
             });
         }
+        if v < t.gb_per_s_4k {
+            // The pipe would need a negative cost per request.
+            return Err(ProfileError {
+                profile: profile.into(),
+                field: f("gb_per_s_large"),
+                message: format!(
+                    "{v} GB/s for large transfers is below {} GB/s at 4 KiB; a device \
+                     moves larger requests at least as fast (leave it out to move \
+                     every size at the 4 KiB rate)",
+                    t.gb_per_s_4k
+                ),
+            });
+        }
     }
     if let Some(v) = t.qd1_gb_per_s {
         positive(profile, &f("qd1_gb_per_s"), v)?;
@@ -203,9 +216,8 @@ fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, Prof
             (p4 - S4 * per_byte, per_byte)
         }
         (None, Some(large)) => {
-            // No fixed cost below zero: a large-transfer figure under the
-            // 4 KiB one means bytes cost what they cost at 4 KiB.
-            let per_byte = (1.0 / large).min(p4 / S4);
+            let per_byte = 1.0 / large;
+            debug_assert!(per_byte <= p4 / S4, "refused above: a negative fixed cost");
             (p4 - S4 * per_byte, per_byte)
         }
         (None, None) => (0.0, 1.0 / t.gb_per_s_4k),
@@ -611,6 +623,17 @@ mod tests {
             "{e}"
         );
         p.read.gb_per_s_16k = Some(1.0);
+        assert!(p.model().is_ok());
+        let mut p = find_builtin("sata-520").unwrap();
+        p.read.gb_per_s_large = Some(0.45);
+        let e = p.model().unwrap_err();
+        assert_eq!(e.field, "read.gb_per_s_large");
+        assert!(
+            e.message
+                .contains("0.45 GB/s for large transfers is below 0.5 GB/s"),
+            "{e}"
+        );
+        p.read.gb_per_s_large = Some(0.5);
         assert!(p.model().is_ok());
     }
 

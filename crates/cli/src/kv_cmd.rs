@@ -312,8 +312,8 @@ fn serve(config: &Path, listen: Option<&str>, data_dir: &Path, opts: KvServeOpti
     let stats = server.run(&mut rt)?;
     let c = stats.summary;
     eprintln!(
-        "tiermux kv: {} connections, {} commands ({} bad), {} protocol errors; GET {} (DRAM hits {}, volume hits {}), SET {}, {} storage errors",
-        stats.connections, stats.commands, stats.bad_commands, stats.protocol_errors, c.gets, c.dram_hits, c.flash_hits, c.sets, stats.io_errors
+        "tiermux kv: {} connections ({} refused as over the limit), {} commands ({} bad), {} protocol errors; GET {} (DRAM hits {}, volume hits {}), SET {}, {} storage errors",
+        stats.connections, stats.connections_refused, stats.commands, stats.bad_commands, stats.protocol_errors, c.gets, c.dram_hits, c.flash_hits, c.sets, stats.io_errors
     );
     Ok(())
 }

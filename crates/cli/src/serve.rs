@@ -323,12 +323,13 @@ fn log_stop(vol: &Volume, stats: &tiermux_server::server::ServerStats) {
         })
         .collect();
     eprintln!(
-        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations, {} refused while too many handshakes waited; {} reads ahead, {} of them answered a client); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device operations merged {} blocks; {} device errors",
+        "tiermux: stopped after {} requests on {} connections ({} bad requests, {} protocol violations, {} refused while too many handshakes waited, {} as over the limit; {} reads ahead, {} of them answered a client); read hits {} misses {}; {}; {} metadata records, {} checkpoints (the last at exit); {} marks, {} device writes waited for one; {} device operations merged {} blocks; {} device errors",
         st.requests,
         stats.connections,
         stats.bad_requests,
         stats.protocol_violations,
         stats.handshakes_refused,
+        stats.connections_refused,
         stats.reads_ahead,
         stats.reads_ahead_used,
         st.read_hits,

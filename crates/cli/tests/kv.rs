@@ -178,9 +178,8 @@ fn malformed_protocol_closes_only_its_own_connection() {
     // Errors that keep the connection: unknown commands, wrong arity, a
     // value larger than the cache stores, a bad expiry.
     let big = vec![b'v'; 2 << 20];
-    let mut set_big = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n", big.len()).into_bytes();
-    set_big.extend_from_slice(&big);
-    set_big.extend_from_slice(b"\r\n");
+    let mut set_big = Vec::new();
+    resp_client::command(&mut set_big, &[b"SET", b"k", &big]);
     for (send, expect) in [
         (&b"FLUSHALL\r\n"[..], "-ERR unknown command 'FLUSHALL'"),
         (
@@ -348,9 +347,8 @@ fn a_reply_too_large_to_hold_is_refused() {
     let dir = tempdir("large-reply");
     let s = serve(&dir, CONFIG);
     let value = vec![b'v'; 1_000_000];
-    let mut set = format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", value.len()).into_bytes();
-    set.extend_from_slice(&value);
-    set.extend_from_slice(b"\r\n");
+    let mut set = Vec::new();
+    resp_client::command(&mut set, &[b"SET", b"big", &value]);
     let mget = |n: usize| {
         let mut v = format!("*{}\r\n$4\r\nMGET\r\n", n + 1).into_bytes();
         for _ in 0..n {
@@ -476,4 +474,78 @@ fn replies_a_client_does_not_read_stay_bounded() {
         assert!(r == Reply::Bulk(Some(value.clone())), "GET {i}");
     }
     assert!(peak > 0 && peak < 512, "the server peaked at {peak} MiB");
+}
+
+/// More clients than the process's file descriptors allow: those past the
+/// server's limit are told so in Redis's words and closed, the server
+/// answers the ones it holds, takes new ones once they close, and does
+/// not spin on failed accepts (its log stays a few lines long; it used to
+/// write "Too many open files" some 70,000 times a second).
+#[test]
+fn clients_past_the_descriptor_limit_are_refused_and_the_server_goes_on() {
+    const CLIENTS: usize = 100;
+    let dir = tempdir("fd-limit");
+    let mut s = kv_server::serve_with_fd_limit(&dir, CONFIG, 64);
+    let mut conns: Vec<TcpStream> = (0..CLIENTS)
+        .map(|_| TcpStream::connect(("127.0.0.1", s.port)).expect("connect"))
+        .collect();
+    let (mut served, mut refused) = (0, 0);
+    // The server has answered every connection by then.
+    std::thread::sleep(Duration::from_millis(500));
+    for c in &mut conns {
+        match spoken_first(c, Duration::ZERO) {
+            Some(told) => {
+                assert_eq!(told, "-ERR max number of clients reached\r\n");
+                refused += 1;
+            }
+            None => {
+                assert_eq!(talk(c, b"PING\r\n"), "+PONG\r\n");
+                served += 1;
+            }
+        }
+    }
+    assert!(
+        served >= 1 && refused >= 1,
+        "{served} served, {refused} refused"
+    );
+    assert_eq!(served + refused, CLIENTS);
+    drop(conns);
+    // The places come back when the clients leave.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+        if spoken_first(&mut c, Duration::from_millis(200)).is_none() {
+            assert_eq!(talk(&mut c, b"PING\r\n"), "+PONG\r\n");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still refused");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop_within_10_s(&mut s, "after the flood");
+    let log = std::fs::read_to_string(dir.join("serve.log")).expect("log");
+    assert!(log.lines().count() < 30, "{log}");
+    // Every refusal is counted (the retries above may add some).
+    let counted: usize = log
+        .split(" refused as over the limit")
+        .next()
+        .and_then(|head| head.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of refusals in {log}"));
+    assert!(
+        counted >= refused,
+        "{counted} counted, {refused} seen\n{log}"
+    );
+}
+
+/// What the server has sent a new connection before being asked
+/// anything, if anything, once it has had `wait` to say it.
+fn spoken_first(c: &mut TcpStream, wait: Duration) -> Option<String> {
+    std::thread::sleep(wait);
+    c.set_nonblocking(true).expect("nonblocking");
+    let mut buf = [0u8; 64];
+    let told = c.read(&mut buf).unwrap_or(0);
+    c.set_nonblocking(false).expect("blocking");
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    (told > 0).then(|| String::from_utf8_lossy(&buf[..told]).into_owned())
 }

@@ -10,7 +10,7 @@
 //! command gets an error reply and the connection goes on.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -22,8 +22,9 @@ use tiermux_engine::volume::{Done, Request};
 use tiermux_kv::{Command, IoKind, Machine, Reply, Summary};
 
 use crate::kv_scan::{glob_match, Cursors};
+use crate::listener::{spawn_listener, Admission};
 use crate::resp;
-use crate::sock::{spawn_listener, ConnTable, Connection, Stream, Wire};
+use crate::sock::{ConnTable, Connection, Stream, Wire};
 
 /// Commands one connection may have in flight before the server stops
 /// reading from it.
@@ -39,6 +40,9 @@ pub const MAX_PARTS_IN_FLIGHT_PER_CONN: usize = 64;
 /// Values one reply may gather (an MGET's): a command whose reply would
 /// pass this gets an error, so that no command makes the server hold more.
 pub const MAX_REPLY_BYTES: u64 = 256 << 20;
+/// What a connection over the server's limit is told before it is closed
+/// ([`crate::listener`]), in Redis's words.
+pub const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
 
 /// Counters of a key-value server run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -51,6 +55,9 @@ pub struct KvServerStats {
     pub bad_commands: u64,
     /// Connections closed for breaking the protocol.
     pub protocol_errors: u64,
+    /// Connections refused because the most the server holds were open
+    /// ([`crate::listener`]).
+    pub connections_refused: u64,
     /// Storage requests that failed.
     pub io_errors: u64,
     /// The machine's counters.
@@ -67,6 +74,7 @@ pub struct KvServer {
     cursors: Cursors,
     stats: KvServerStats,
     control: crate::control::Inbox,
+    connections_refused: Arc<AtomicU64>,
 }
 
 /// Handle to stop a running key-value server from another thread.
@@ -98,6 +106,7 @@ impl KvServer {
             cursors: Cursors::default(),
             stats: KvServerStats::default(),
             control: Default::default(),
+            connections_refused: Default::default(),
         }
     }
 
@@ -129,7 +138,9 @@ impl KvServer {
             inbox.lock().expect("inbox").push(s);
             waker.wake();
         };
-        spawn_listener(&self.listen, self.stop.clone(), accept)
+        let admission = Admission::for_this_process(MAX_CLIENTS_REPLY);
+        self.connections_refused = admission.refused.clone();
+        spawn_listener(&self.listen, self.stop.clone(), admission, accept)
     }
 
     /// Serves until shut down.
@@ -152,6 +163,7 @@ impl KvServer {
             let _ = std::fs::remove_file(p);
         }
         self.stats.summary = self.machine.summary();
+        self.stats.connections_refused = self.connections_refused.load(Ordering::Relaxed);
         Ok(self.stats)
     }
 }

@@ -8,7 +8,8 @@
 //! - [`handshakes`]: the bounded pool of threads that run handshakes;
 //! - [`server`]: the NBD server as the event loop's front end;
 //!   [`read_ahead`]: its reading ahead of sequential reads;
-//! - [`sock`]: client sockets, listeners and connection buffers;
+//! - [`listener`]: accept threads, and how many connections a server
+//!   admits; [`sock`]: client sockets and connection buffers;
 //! - [`metrics`]: the Prometheus endpoint; [`control`]: the control
 //!   socket (`tiermux ctl`);
 //! - [`resp`]: the Redis protocol; [`kv`]: the key-value server.
@@ -21,6 +22,7 @@ pub mod kv;
 mod kv_commands;
 pub mod kv_fuzzing;
 mod kv_scan;
+pub mod listener;
 pub mod metrics;
 pub mod proto;
 pub mod read_ahead;

@@ -227,7 +227,7 @@ impl Snapshot {
     fn nbd(&self, l: &LiveStats, enc: &mut DescriptorEncoder) -> std::fmt::Result {
         let s = &l.server;
         let c = MetricType::Counter;
-        let counters: [(&str, &str, u64); 4] = [
+        let counters: [(&str, &str, u64); 5] = [
             (
                 "tiermux_nbd_connections",
                 "NBD connections that entered transmission",
@@ -247,6 +247,11 @@ impl Snapshot {
                 "tiermux_nbd_handshakes_refused",
                 "NBD connections refused while too many handshakes waited",
                 s.handshakes_refused,
+            ),
+            (
+                "tiermux_nbd_connections_refused",
+                "NBD connections closed at once because the most the server holds were open",
+                s.connections_refused,
             ),
         ];
         for (name, help, value) in counters {

@@ -1,33 +1,56 @@
-//! Client sockets shared by the servers: the [`Stream`] type, the accept
-//! thread of a listener, and [`Wire`], a non-blocking connection's receive
-//! buffer and queue of replies driven by the event loop's polls.
+//! Client sockets shared by the servers: the [`Stream`] type, and
+//! [`Wire`], a non-blocking connection's receive buffer and queue of
+//! replies driven by the event loop's polls. Listening is
+//! [`crate::listener`]'s.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::os::unix::net::UnixStream;
 
 use tiermux_engine::buf::AlignedBuf;
-use tiermux_engine::config::Listen;
 use tiermux_engine::runtime::Io;
 
-/// A connected client socket.
-pub enum Stream {
+use crate::listener::Permit;
+
+/// A client socket as accepted, before admission.
+pub(crate) enum Socket {
     /// Unix domain.
     Unix(UnixStream),
     /// TCP.
     Tcp(TcpStream),
 }
 
+/// A connected client socket, holding its place among the server's open
+/// connections ([`Permit`]) until it is dropped.
+pub struct Stream {
+    socket: Socket,
+    _permit: Option<Permit>,
+}
+
 impl Stream {
+    /// A connection admitted under `permit`.
+    pub(crate) fn admitted(socket: Socket, permit: Permit) -> Stream {
+        Stream {
+            socket,
+            _permit: Some(permit),
+        }
+    }
+
+    /// A connection about to be refused, which holds no place.
+    pub(crate) fn unadmitted(socket: Socket) -> Stream {
+        Stream {
+            socket,
+            _permit: None,
+        }
+    }
+
     pub(crate) fn fd(&self) -> RawFd {
-        match self {
-            Stream::Unix(s) => s.as_raw_fd(),
-            Stream::Tcp(s) => s.as_raw_fd(),
+        match &self.socket {
+            Socket::Unix(s) => s.as_raw_fd(),
+            Socket::Tcp(s) => s.as_raw_fd(),
         }
     }
     /// Asks for a send buffer of [`SEND_BUFFER_BYTES`] (the kernel caps
@@ -36,9 +59,9 @@ impl Stream {
     /// refusal leaves the default.
     pub(crate) fn grow_send_buffer(&self) {
         use std::os::fd::AsFd;
-        let fd = match self {
-            Stream::Unix(s) => s.as_fd(),
-            Stream::Tcp(s) => s.as_fd(),
+        let fd = match &self.socket {
+            Socket::Unix(s) => s.as_fd(),
+            Socket::Tcp(s) => s.as_fd(),
         };
         let now = rustix::net::sockopt::get_socket_send_buffer_size(fd).unwrap_or(0);
         if now < SEND_BUFFER_BYTES {
@@ -46,18 +69,18 @@ impl Stream {
         }
     }
     pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_nonblocking(on),
-            Stream::Tcp(s) => s.set_nonblocking(on),
+        match &self.socket {
+            Socket::Unix(s) => s.set_nonblocking(on),
+            Socket::Tcp(s) => s.set_nonblocking(on),
         }
     }
     pub(crate) fn set_timeouts(&self, t: Option<std::time::Duration>) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => {
+        match &self.socket {
+            Socket::Unix(s) => {
                 s.set_read_timeout(t)?;
                 s.set_write_timeout(t)
             }
-            Stream::Tcp(s) => {
+            Socket::Tcp(s) => {
                 s.set_nodelay(true)?;
                 s.set_read_timeout(t)?;
                 s.set_write_timeout(t)
@@ -68,24 +91,24 @@ impl Stream {
 
 impl Read for Stream {
     fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(b),
-            Stream::Tcp(s) => s.read(b),
+        match &mut self.socket {
+            Socket::Unix(s) => s.read(b),
+            Socket::Tcp(s) => s.read(b),
         }
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(b),
-            Stream::Tcp(s) => s.write(b),
+        match &mut self.socket {
+            Socket::Unix(s) => s.write(b),
+            Socket::Tcp(s) => s.write(b),
         }
     }
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write_vectored(bufs),
-            Stream::Tcp(s) => s.write_vectored(bufs),
+        match &mut self.socket {
+            Socket::Unix(s) => s.write_vectored(bufs),
+            Socket::Tcp(s) => s.write_vectored(bufs),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -116,60 +139,6 @@ impl Reply {
             io::IoSlice::new(&self.head[h..]),
             io::IoSlice::new(&body[pos - h..]),
         ]
-    }
-}
-
-/// Binds `listen` (removing a stale Unix socket file) and starts a thread
-/// that hands every accepted connection to `accept` until `stop` is set;
-/// returns the address bound ("unix:PATH" or "tcp:ADDR").
-pub fn spawn_listener(
-    listen: &Listen,
-    stop: Arc<AtomicBool>,
-    accept: impl Fn(Stream) + Send + 'static,
-) -> io::Result<String> {
-    fn accept_loop<S: Send + 'static>(
-        incoming: impl Iterator<Item = io::Result<S>> + Send + 'static,
-        wrap: fn(S) -> Stream,
-        stop: Arc<AtomicBool>,
-        accept: impl Fn(Stream) + Send + 'static,
-    ) {
-        std::thread::spawn(move || {
-            for s in incoming {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                match s {
-                    Ok(s) => accept(wrap(s)),
-                    Err(e) => eprintln!("tiermux: accept: {e}"),
-                }
-            }
-        });
-    }
-    match listen {
-        Listen::Unix(path) => {
-            if path.exists() {
-                std::fs::remove_file(path)?;
-            }
-            let l = UnixListener::bind(path)?;
-            accept_loop(
-                std::iter::repeat_with(move || l.accept().map(|(s, _)| s)),
-                Stream::Unix,
-                stop,
-                accept,
-            );
-            Ok(format!("unix:{}", path.display()))
-        }
-        Listen::Tcp(addr) => {
-            let l = TcpListener::bind(addr)?;
-            let shown = format!("tcp:{}", l.local_addr()?);
-            accept_loop(
-                std::iter::repeat_with(move || l.accept().map(|(s, _)| s)),
-                Stream::Tcp,
-                stop,
-                accept,
-            );
-            Ok(shown)
-        }
     }
 }
 
@@ -552,9 +521,9 @@ impl Wire {
     /// Shuts the socket down (an armed poll holds a reference that would
     /// otherwise keep it open).
     fn shutdown(&self) {
-        let _ = match &self.stream {
-            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        let _ = match &self.stream.socket {
+            Socket::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+            Socket::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
         };
     }
 }

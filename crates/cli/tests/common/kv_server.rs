@@ -26,10 +26,28 @@ pub fn serve(dir: &Path, config: &str) -> Served {
 
 /// Like [`serve`], with more arguments for `tiermux kv serve`.
 pub fn serve_with(dir: &Path, config: &str, extra: &[&str]) -> Served {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tiermux"));
+    cmd.args(["kv", "serve", "kv.toml"]).args(extra);
+    launch(dir, config, cmd)
+}
+
+/// Like [`serve`], in a process that may open at most `fd_limit` files
+/// (its soft and hard limits, set by the shell's `ulimit -n`).
+#[allow(dead_code)]
+pub fn serve_with_fd_limit(dir: &Path, config: &str, fd_limit: u32) -> Served {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!(
+            "ulimit -n {fd_limit} && exec \"$0\" kv serve kv.toml"
+        ))
+        .arg(env!("CARGO_BIN_EXE_tiermux"));
+    launch(dir, config, cmd)
+}
+
+/// Writes `config` to `dir` and runs `cmd` there, waiting until it listens.
+fn launch(dir: &Path, config: &str, mut cmd: Command) -> Served {
     std::fs::write(dir.join("kv.toml"), config).expect("config");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tiermux"))
-        .args(["kv", "serve", "kv.toml"])
-        .args(extra)
+    let mut child = cmd
         .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(dir.join("serve.log")).expect("serve.log"))

@@ -61,6 +61,9 @@ pub struct ServerStats {
     /// Connections closed before their handshake because too many waited
     /// for one.
     pub handshakes_refused: u64,
+    /// Connections closed at once because the most the server holds were
+    /// open ([`crate::listener`]).
+    pub connections_refused: u64,
     /// Reads started ahead of sequential reads ([`read_ahead`]).
     pub reads_ahead: u64,
     /// Client reads answered from a read ahead.
@@ -173,6 +176,8 @@ pub struct Server {
     control: crate::control::Inbox,
     /// Connections the handshake pool closed for want of room.
     handshakes_refused: Arc<std::sync::atomic::AtomicU64>,
+    /// Connections the listener closed because the most were open.
+    connections_refused: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Requests one connection may have in flight; beyond it the server stops
@@ -201,6 +206,7 @@ impl Server {
             live: Arc::new(Mutex::new(LiveStats::default())),
             control: Default::default(),
             handshakes_refused: Default::default(),
+            connections_refused: Default::default(),
         }
     }
 
@@ -218,6 +224,7 @@ impl Server {
         let mut l = self.live.lock().expect("live stats");
         l.server = self.stats;
         l.server.handshakes_refused = self.handshakes_refused.load(Ordering::Relaxed);
+        l.server.connections_refused = self.connections_refused.load(Ordering::Relaxed);
         l.open_connections = open_connections as u64;
         (l.journal_records, l.checkpoints) = vol.metadata_counters();
         l.volume = vol.stats();
@@ -258,7 +265,11 @@ impl Server {
         let pool = HandshakePool::start(self.export.clone(), self.inbox.clone(), waker);
         self.handshakes_refused = pool.refused.clone();
         let accept = move |s: Stream| pool.offer(s);
-        crate::sock::spawn_listener(&self.listen, flag, accept)
+        // NBD has no way to refuse before its handshake: a connection
+        // over the limit is closed.
+        let admission = crate::listener::Admission::for_this_process(b"");
+        self.connections_refused = admission.refused.clone();
+        crate::listener::spawn_listener(&self.listen, flag, admission, accept)
     }
 
     /// Serves until shut down; then finishes in-flight requests, closes the
@@ -279,6 +290,7 @@ impl Server {
             let _ = std::fs::remove_file(p);
         }
         self.stats.handshakes_refused = self.handshakes_refused.load(Ordering::Relaxed);
+        self.stats.connections_refused = self.connections_refused.load(Ordering::Relaxed);
         Ok(self.stats)
     }
 }

@@ -155,7 +155,8 @@ fn non_negative(profile: &str, field: &str, v: f64) -> Result<(), ProfileError> 
     }
 }
 
-fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, ProfileError> {
+/// Refuses, by field, targets of one direction that no device could meet.
+fn check_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<(), ProfileError> {
     let f = |name: &str| format!("{dir}.{name}");
     positive(profile, &f("latency_us_4k"), t.latency_us_4k)?;
     positive(profile, &f("gb_per_s_4k"), t.gb_per_s_4k)?;
@@ -204,6 +205,11 @@ fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, Prof
     if let Some(v) = t.qd1_gb_per_s {
         positive(profile, &f("qd1_gb_per_s"), v)?;
     }
+    Ok(())
+}
+
+fn derive_dir(profile: &str, dir: &str, t: &DirTargets) -> Result<DirModel, ProfileError> {
+    check_dir(profile, dir, t)?;
     let tail = derive_tail(profile, dir, t)?;
     const S4: f64 = 4096.0;
     const S16: f64 = 16384.0;

@@ -35,12 +35,12 @@ const RUN_S: f64 = 240.0;
 /// Load-1.0), as in the file.
 const LOW_LOAD_FACTOR: f64 = 0.03125;
 
-/// The runs of `policies` under `label` (read-only, write-only,
-/// read-write), in the order of `policies`.
-fn runs(label: &str, policies: &[&str]) -> Vec<RunResult> {
+/// The runs of each (label, policy) in `wanted` (labels read-only,
+/// write-only, read-write), in that order, all at once.
+fn runs(wanted: &[(&str, &str)]) -> Vec<RunResult> {
     let mut found = run_file_with(
         "most-fig5-bursts.toml",
-        &|k| get(k, "label") == label && policies.contains(&get(k, "policy")),
+        &|k| wanted.contains(&(get(k, "label"), get(k, "policy"))),
         &|cfg| {
             let Schedule::Steps { factors, .. } = &cfg.client.schedule else {
                 panic!("the file's load steps");
@@ -53,8 +53,12 @@ fn runs(label: &str, policies: &[&str]) -> Vec<RunResult> {
             };
         },
     );
-    assert_eq!(found.len(), policies.len(), "{label}");
-    found.sort_by_key(|(k, _)| policies.iter().position(|p| *p == get(k, "policy")));
+    assert_eq!(found.len(), wanted.len(), "{wanted:?}");
+    found.sort_by_key(|(k, _)| {
+        wanted
+            .iter()
+            .position(|w| *w == (get(k, "label"), get(k, "policy")))
+    });
     found.into_iter().map(|(_, r)| r).collect()
 }
 
@@ -120,14 +124,19 @@ fn migrated_after_prewarm_bytes(r: &RunResult) -> f64 {
 /// MOST's migration after the pre-warm is at most 0.4x Colloid++'s.
 #[test]
 fn most_gains_in_bursts_matches_hemem_when_quiet_and_migrates_little() {
+    // The three runs share the test's two threads.
+    let found = runs(&[
+        ("read-only", "most"),
+        ("read-only", "colloid++"),
+        ("write-only", "most"),
+    ]);
     for (label, dir) in [("read-only", Op::Read), ("write-only", Op::Write)] {
-        let policies: &[&str] = if dir == Op::Read {
-            &["most", "colloid++"]
+        let found: Vec<&RunResult> = if dir == Op::Read {
+            vec![&found[0], &found[1]]
         } else {
-            &["most"]
+            vec![&found[2]]
         };
-        let found = runs(label, policies);
-        let most = &found[0];
+        let most = found[0];
 
         let (burst, workers) = spells_mean(most, &BURSTS_S, 0.0);
         let gain = burst / hemem_ops_per_s(dir, workers);
@@ -145,7 +154,7 @@ fn most_gains_in_bursts_matches_hemem_when_quiet_and_migrates_little() {
             "{label}: quiet MOST/HeMem {ratio:.3}"
         );
 
-        if let Some(colloid) = found.get(1) {
+        if let Some(&colloid) = found.get(1) {
             let (m, c) = (
                 migrated_after_prewarm_bytes(most),
                 migrated_after_prewarm_bytes(colloid),

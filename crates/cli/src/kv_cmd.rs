@@ -83,6 +83,9 @@ struct KvTable {
     /// The largest device write ("1MiB"): a store's log write, or a piece
     /// of a cache's region write.
     max_write: Option<String>,
+    /// Bytes of replies the server holds for all its connections together
+    /// ("1GiB").
+    reply_memory: Option<String>,
 }
 
 impl KvTable {
@@ -169,8 +172,21 @@ fn size(field: &str, v: &Option<String>, default: u64) -> Result<u64> {
     }
 }
 
+/// A key-value config file, read: the volume, the machine on it, and the
+/// server in front.
+pub struct KvFile {
+    /// The volume's config.
+    pub volume: VolumeConfig,
+    /// The cache's or store's config.
+    pub machine: MachineConfig,
+    /// Where the server listens.
+    pub listen: Listen,
+    /// Bytes of replies the server holds for all its connections together.
+    pub reply_memory_bytes: u64,
+}
+
 /// Splits a config file into the volume's config and the `[kv]` table.
-pub fn load(path: &Path, data_dir: &Path) -> Result<(VolumeConfig, MachineConfig, Listen)> {
+pub fn load(path: &Path, data_dir: &Path) -> Result<KvFile> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut table: toml::Table =
@@ -218,7 +234,23 @@ pub fn load(path: &Path, data_dir: &Path) -> Result<(VolumeConfig, MachineConfig
         kv.listen.as_deref().unwrap_or("tcp:127.0.0.1:6379"),
         data_dir,
     )?;
-    Ok((vol, machine, listen))
+    let reply_memory_bytes = size(
+        "reply_memory",
+        &kv.reply_memory,
+        tiermux_server::kv::DEFAULT_REPLY_MEMORY_BYTES,
+    )?;
+    if reply_memory_bytes == 0 {
+        anyhow::bail!(
+            "{}: kv.reply_memory: must be more than zero",
+            path.display()
+        );
+    }
+    Ok(KvFile {
+        volume: vol,
+        machine,
+        listen,
+        reply_memory_bytes,
+    })
 }
 
 /// A number no earlier run used, so that a restarted cache ignores the
@@ -263,7 +295,12 @@ struct KvServeOptions<'a> {
 }
 
 fn serve(config: &Path, listen: Option<&str>, data_dir: &Path, opts: KvServeOptions) -> Result<()> {
-    let (vol_cfg, machine_cfg, mut addr) = load(config, data_dir)?;
+    let KvFile {
+        volume: vol_cfg,
+        machine: machine_cfg,
+        listen: mut addr,
+        reply_memory_bytes,
+    } = load(config, data_dir)?;
     if let Some(l) = listen {
         addr = Listen::parse(l, data_dir)?;
     }
@@ -274,6 +311,7 @@ fn serve(config: &Path, listen: Option<&str>, data_dir: &Path, opts: KvServeOpti
     let vol = Volume::open(&vol_cfg, reactor.as_mut())?;
     let machine = Machine::new(machine_cfg.clone()).map_err(|e| anyhow::anyhow!("kv.{e}"))?;
     let mut server = KvServer::new(addr.clone(), machine);
+    server.set_reply_memory_bytes(reply_memory_bytes);
     let shown = server
         .bind(reactor.waker())
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -331,13 +369,19 @@ mod tests {
     #[test]
     fn the_example_configs_load() {
         let dir = std::env::temp_dir();
-        let (_, cache, _) = load(&example("kv-cache.toml"), &dir).expect("kv-cache.toml");
+        let cache = load(&example("kv-cache.toml"), &dir)
+            .expect("kv-cache.toml")
+            .machine;
         let MachineConfig::Cache(c) = cache else {
             panic!("a cache")
         };
         assert_eq!(c.insert_queue_bytes, 16 << 20);
         assert_eq!(c.region_eviction, RegionEviction::Lru);
-        let (_, store, listen) = load(&example("kv-store.toml"), &dir).expect("kv-store.toml");
+        let KvFile {
+            machine: store,
+            listen,
+            ..
+        } = load(&example("kv-store.toml"), &dir).expect("kv-store.toml");
         let MachineConfig::Store(s) = store else {
             panic!("a store")
         };
@@ -364,7 +408,7 @@ mod tests {
         assert!(err.contains("kv.region_eviction: 'lfu'"), "{err}");
         let fifo = text.replace("region_eviction = \"lru\"", "region_eviction = \"fifo\"");
         std::fs::write(&path, fifo).expect("write");
-        let (_, cache, _) = load(&path, dir).expect("fifo");
+        let cache = load(&path, dir).expect("fifo").machine;
         let MachineConfig::Cache(c) = cache else {
             panic!("a cache")
         };
@@ -379,13 +423,17 @@ mod tests {
         let path = dir.join("flash.toml");
         let with = |flash: &str| text.replace("[kv]", &format!("[kv]\nflash = \"{flash}\""));
         std::fs::write(&path, &text).expect("write");
-        let (vol, whole, _) = load(&path, dir).expect("the example");
+        let KvFile {
+            volume: vol,
+            machine: whole,
+            ..
+        } = load(&path, dir).expect("the example");
         let MachineConfig::Cache(whole) = whole else {
             panic!("a cache")
         };
         assert_eq!(whole.volume_bytes, vol.size_bytes);
         std::fs::write(&path, with("16MiB")).expect("write");
-        let (_, part, _) = load(&path, dir).expect("16MiB");
+        let part = load(&path, dir).expect("16MiB").machine;
         let MachineConfig::Cache(part) = part else {
             panic!("a cache")
         };
@@ -397,6 +445,38 @@ mod tests {
             };
             let err = format!("{e:#}");
             assert!(err.contains("kv.flash:"), "{bad}: {err}");
+        }
+    }
+
+    /// The server's reply memory defaults to 1 GiB, takes a size, and
+    /// refuses zero or a word by name.
+    #[test]
+    fn reply_memory_is_a_positive_size() {
+        let scratch = tempfile::tempdir().expect("dir");
+        let dir = scratch.path();
+        let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
+        let path = dir.join("reply.toml");
+        let with = |v: &str| text.replace("[kv]", &format!("[kv]\nreply_memory = \"{v}\""));
+        std::fs::write(&path, &text).expect("write");
+        assert_eq!(
+            load(&path, dir).expect("default").reply_memory_bytes,
+            1 << 30
+        );
+        std::fs::write(&path, with("256MiB")).expect("write");
+        assert_eq!(
+            load(&path, dir).expect("256MiB").reply_memory_bytes,
+            256 << 20
+        );
+        for (bad, says) in [("0B", "must be more than zero"), ("lots", "is not a size")] {
+            std::fs::write(&path, with(bad)).expect("write");
+            let Err(e) = load(&path, dir) else {
+                panic!("reply_memory = {bad} was taken")
+            };
+            let err = format!("{e:#}");
+            assert!(
+                err.contains("kv.reply_memory:") && err.contains(says),
+                "{bad}: {err}"
+            );
         }
     }
 

@@ -476,6 +476,64 @@ fn replies_a_client_does_not_read_stay_bounded() {
     assert!(peak > 0 && peak < 512, "the server peaked at {peak} MiB");
 }
 
+/// Many clients that pipeline GETs of a large value and do not read hold
+/// the server to its reply memory (`reply_memory`, here 128 MiB) over all
+/// connections, where each alone may hold up to 128 MiB (64 MiB unsent
+/// and 64 MiB gathered): a client that reads is still answered meanwhile,
+/// and every reply comes back whole and in order once the clients read.
+#[test]
+fn replies_many_clients_do_not_read_stay_within_the_servers_reply_memory() {
+    const CLIENTS: usize = 8;
+    const GETS: usize = 80;
+    let dir = tempdir("unread-many");
+    let config = CONFIG.replace("[kv]", "[kv]\nreply_memory = \"128MiB\"");
+    let s = serve(&dir, &config);
+    let value = vec![b'v'; 1_000_000];
+    let mut set = Vec::new();
+    resp_client::command(&mut set, &[b"SET", b"big", &value]);
+    assert_eq!(pipeline(s.port, set, false, b"+OK\r\n"), b"+OK\r\n");
+    let before = rss_mib(s.child.id());
+    let mut gets = Vec::new();
+    for _ in 0..GETS {
+        resp_client::command(&mut gets, &[b"GET", b"big"]);
+    }
+    let clients: Vec<TcpStream> = (0..CLIENTS)
+        .map(|_| {
+            let c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+            c.set_read_timeout(Some(Duration::from_secs(30)))
+                .expect("timeout");
+            (&c).write_all(&gets).expect("send");
+            c
+        })
+        .collect();
+    // 640 MB of replies asked for: were each client held only to its own
+    // limit, the server would build nearly all of them.
+    let mut peak = 0;
+    for _ in 0..150 {
+        peak = peak.max(rss_mib(s.child.id()));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!(
+        "{CLIENTS} clients x {GETS} GETs of 1 MB unread: {before} MiB before, peak {peak} MiB"
+    );
+    let small = b"SET small v\r\nGET small\r\n".to_vec();
+    assert_eq!(
+        pipeline(s.port, small, false, b"$1\r\nv\r\n"),
+        b"+OK\r\n$1\r\nv\r\n"
+    );
+    for (n, c) in clients.iter().enumerate() {
+        let mut replies = ReplyReader::new(c);
+        for i in 0..GETS {
+            let r = replies.next_reply().expect("a reply");
+            assert!(r == Reply::Bulk(Some(value.clone())), "client {n}, GET {i}");
+        }
+    }
+    assert!(
+        peak > before && peak - before < 320,
+        "the server grew from {before} to {peak} MiB"
+    );
+}
+
 /// More clients than the process's file descriptors allow: those past the
 /// server's limit are told so in Redis's words and closed, the server
 /// answers the ones it holds, takes new ones once they close, and does

@@ -40,6 +40,11 @@ pub const MAX_PARTS_IN_FLIGHT_PER_CONN: usize = 64;
 /// Values one reply may gather (an MGET's): a command whose reply would
 /// pass this gets an error, so that no command makes the server hold more.
 pub const MAX_REPLY_BYTES: u64 = 256 << 20;
+/// Bytes of replies (values gathered and replies unsent) the server holds
+/// for all its connections together by default: past it, a connection
+/// works only on its oldest reply, and only once its client has read the
+/// ones before, so that clients that read go on, one reply at a time.
+pub const DEFAULT_REPLY_MEMORY_BYTES: u64 = 1 << 30;
 /// What a connection over the server's limit is told before it is closed
 /// ([`crate::listener`]), in Redis's words.
 pub const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
@@ -75,6 +80,7 @@ pub struct KvServer {
     stats: KvServerStats,
     control: crate::control::Inbox,
     connections_refused: Arc<AtomicU64>,
+    reply_memory_bytes: u64,
 }
 
 /// Handle to stop a running key-value server from another thread.
@@ -107,6 +113,7 @@ impl KvServer {
             stats: KvServerStats::default(),
             control: Default::default(),
             connections_refused: Default::default(),
+            reply_memory_bytes: DEFAULT_REPLY_MEMORY_BYTES,
         }
     }
 
@@ -120,6 +127,13 @@ impl KvServer {
         let waker = self.waker.lock().expect("waker").clone();
         let waker = waker.ok_or_else(|| std::io::Error::other("the server is not bound yet"))?;
         crate::control::ControlEndpoint::start(path, self.control.clone(), waker, None)
+    }
+
+    /// Sets the bytes of replies the server holds for all its connections
+    /// together ([`DEFAULT_REPLY_MEMORY_BYTES`] until set).
+    pub fn set_reply_memory_bytes(&mut self, bytes: u64) {
+        assert!(bytes > 0, "a reply memory of zero bytes");
+        self.reply_memory_bytes = bytes;
     }
 
     /// A handle that stops the server.
@@ -157,6 +171,7 @@ impl KvServer {
             conns: ConnTable::default(),
             routes: Slab::new(),
             stopping: false,
+            held_bytes: 0,
         };
         rt.run(&mut f)?;
         if let Listen::Unix(p) = &self.listen {
@@ -246,11 +261,21 @@ impl Conn {
     /// Whether the part of reply `seq` may go to the machine now: not
     /// while the replies held unsent pass [`MAX_OUT_BYTES_PER_CONN`], nor,
     /// but for the oldest reply (which must finish for any to go), while
-    /// the values gathered for later ones do.
-    fn may_submit(&self, seq: u64) -> bool {
+    /// the values gathered for later ones do. While the server as a whole
+    /// holds its reply memory (`server_full`), only the oldest reply of a
+    /// connection with nothing unsent.
+    fn may_submit(&self, seq: u64, server_full: bool) -> bool {
+        let oldest = seq == self.first_seq;
         self.parts_in_flight < MAX_PARTS_IN_FLIGHT_PER_CONN
             && self.wire.out_bytes < MAX_OUT_BYTES_PER_CONN
-            && (seq == self.first_seq || self.gathered_bytes < MAX_OUT_BYTES_PER_CONN)
+            && (oldest || self.gathered_bytes < MAX_OUT_BYTES_PER_CONN)
+            && (!server_full || (oldest && self.wire.out_bytes == 0))
+    }
+
+    /// Bytes of replies the connection holds: values gathered, replies
+    /// unsent.
+    fn held_bytes(&self) -> u64 {
+        self.gathered_bytes + self.wire.out_bytes
     }
 
     fn can_take(&self) -> bool {
@@ -273,6 +298,10 @@ struct Front<'a> {
     conns: ConnTable<Conn>,
     routes: Slab<Route>,
     stopping: bool,
+    /// Bytes of replies all connections hold: summed before every wait,
+    /// raised as values are gathered, and lowered only by the next sum
+    /// (sending them lowers it), so never below the truth.
+    held_bytes: u64,
 }
 
 fn now_ms(io: &Io<'_>) -> u64 {
@@ -320,6 +349,9 @@ impl Frontend for Front<'_> {
     fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
         // Connections held back by their unsent replies take more to the
         // machine once the client has read some.
+        self.held_bytes = (0..self.conns.slots())
+            .filter_map(|idx| self.conns.at(idx).map(|c| c.held_bytes()))
+            .sum();
         let now = now_ms(io);
         for idx in 0..self.conns.slots() {
             if self.conns.at(idx).is_some_and(|c| !c.parts.is_empty()) {
@@ -489,12 +521,13 @@ impl Front<'_> {
     /// order, as far as [`Conn::may_submit`] lets them go; drops those of
     /// a reply already too large.
     fn submit_parts(&mut self, idx: usize, now: u64) {
+        let server_full = self.held_bytes >= self.server.reply_memory_bytes;
         let c = self.conns.at(idx).expect("a connection");
         let gen = c.wire.gen;
         while c
             .parts
             .front()
-            .is_some_and(|(seq, _, _)| c.may_submit(*seq))
+            .is_some_and(|(seq, _, _)| c.may_submit(*seq, server_full))
         {
             let (seq, part, cmd) = c.parts.pop_front().expect("a waiting part");
             let p = &mut c.replies[(seq - c.first_seq) as usize];
@@ -572,6 +605,7 @@ impl Front<'_> {
             let before = p.value_bytes;
             absorb(p, r.part, reply, &mut self.server.cursors);
             c.gathered_bytes += p.value_bytes - before;
+            self.held_bytes += p.value_bytes - before;
             touched.push(r.conn);
         }
         touched.sort_unstable();

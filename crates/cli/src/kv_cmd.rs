@@ -415,32 +415,42 @@ mod tests {
         assert_eq!(c.region_eviction, RegionEviction::Fifo);
     }
 
+    /// `examples/kv-cache.toml` loaded from `dir`, with `setting` (a line
+    /// such as `flash = "16MiB"`) added to its `[kv]` table.
+    fn load_cache_example(dir: &Path, setting: Option<&str>) -> Result<KvFile> {
+        let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
+        let text = match setting {
+            Some(line) => text.replace("[kv]", &format!("[kv]\n{line}")),
+            None => text,
+        };
+        let path = dir.join("kv-cache.toml");
+        std::fs::write(&path, text).expect("write");
+        load(&path, dir)
+    }
+
     #[test]
     fn the_flash_cache_takes_the_size_given_within_the_volume() {
         let scratch = tempfile::tempdir().expect("dir");
         let dir = scratch.path();
-        let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
-        let path = dir.join("flash.toml");
-        let with = |flash: &str| text.replace("[kv]", &format!("[kv]\nflash = \"{flash}\""));
-        std::fs::write(&path, &text).expect("write");
         let KvFile {
             volume: vol,
             machine: whole,
             ..
-        } = load(&path, dir).expect("the example");
+        } = load_cache_example(dir, None).expect("the example");
         let MachineConfig::Cache(whole) = whole else {
             panic!("a cache")
         };
         assert_eq!(whole.volume_bytes, vol.size_bytes);
-        std::fs::write(&path, with("16MiB")).expect("write");
-        let part = load(&path, dir).expect("16MiB").machine;
+        let part = load_cache_example(dir, Some("flash = \"16MiB\""))
+            .expect("16MiB")
+            .machine;
         let MachineConfig::Cache(part) = part else {
             panic!("a cache")
         };
         assert_eq!(part.volume_bytes, 16 << 20);
         for bad in ["1TiB", "4097B", "0B"] {
-            std::fs::write(&path, with(bad)).expect("write");
-            let Err(e) = load(&path, dir) else {
+            let setting = format!("flash = \"{bad}\"");
+            let Err(e) = load_cache_example(dir, Some(&setting)) else {
                 panic!("flash = {bad} was taken")
             };
             let err = format!("{e:#}");
@@ -454,22 +464,16 @@ mod tests {
     fn reply_memory_is_a_positive_size() {
         let scratch = tempfile::tempdir().expect("dir");
         let dir = scratch.path();
-        let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
-        let path = dir.join("reply.toml");
-        let with = |v: &str| text.replace("[kv]", &format!("[kv]\nreply_memory = \"{v}\""));
-        std::fs::write(&path, &text).expect("write");
+        let bytes =
+            |setting: Option<&str>| load_cache_example(dir, setting).map(|f| f.reply_memory_bytes);
+        assert_eq!(bytes(None).expect("default"), 1 << 30);
         assert_eq!(
-            load(&path, dir).expect("default").reply_memory_bytes,
-            1 << 30
-        );
-        std::fs::write(&path, with("256MiB")).expect("write");
-        assert_eq!(
-            load(&path, dir).expect("256MiB").reply_memory_bytes,
+            bytes(Some("reply_memory = \"256MiB\"")).expect("256MiB"),
             256 << 20
         );
         for (bad, says) in [("0B", "must be more than zero"), ("lots", "is not a size")] {
-            std::fs::write(&path, with(bad)).expect("write");
-            let Err(e) = load(&path, dir) else {
+            let setting = format!("reply_memory = \"{bad}\"");
+            let Err(e) = bytes(Some(&setting)) else {
                 panic!("reply_memory = {bad} was taken")
             };
             let err = format!("{e:#}");

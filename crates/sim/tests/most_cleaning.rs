@@ -18,7 +18,7 @@
 //! class is built by then).
 
 mod common;
-use common::{get, run_file_with, sampled, sampled_mean_after};
+use common::{get, run_file_with, run_selected, sampled, sampled_mean_after, select_runs};
 use tiermux_sim::{RunResult, SimConfig};
 
 const FILE: &str = "most-fig7d-cleaning.toml";
@@ -78,8 +78,10 @@ fn unscaled_selective_cleaning_skips_the_often_written_segments() {
     let unscaled = |k: &std::collections::BTreeMap<String, String>| {
         get(k, "params.migrate_mb_per_s") == "1000.0" && get(k, "params.cleaning") != "off"
     };
-    let lifetime = run_file_with(FILE, &unscaled, &shortened);
-    let cooled = run_file_with(
+    // The three runs share the test's two threads.
+    let mut selected = select_runs(FILE, &unscaled, &shortened);
+    let lifetime_runs = selected.len();
+    selected.extend(select_runs(
         FILE,
         &|k| unscaled(k) && get(k, "params.cleaning") == "selective",
         &|cfg| {
@@ -89,7 +91,9 @@ fn unscaled_selective_cleaning_skips_the_often_written_segments() {
                 toml::Value::String("cooled".into()),
             );
         },
-    );
+    ));
+    let mut lifetime = run_selected(selected);
+    let cooled = lifetime.split_off(lifetime_runs);
     assert_eq!((lifetime.len(), cooled.len()), (2, 1));
     let run = |cleaning: &str| {
         &lifetime

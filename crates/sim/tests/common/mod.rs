@@ -30,11 +30,23 @@ pub fn run_file(
 
 /// As [`run_file`], each kept run's configuration first changed by
 /// `adjust` (a shorter run, say).
+#[allow(dead_code)]
 pub fn run_file_with(
     file: &str,
     keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
     adjust: &dyn Fn(&mut SimConfig),
 ) -> Vec<(BTreeMap<String, String>, RunResult)> {
+    run_selected(select_runs(file, keep, adjust))
+}
+
+/// The configurations of the runs [`run_file_with`] would run, keyed the
+/// same way, to be run together with others by [`run_selected`].
+#[allow(dead_code)]
+pub fn select_runs(
+    file: &str,
+    keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
+    adjust: &dyn Fn(&mut SimConfig),
+) -> Vec<(BTreeMap<String, String>, SimConfig)> {
     let exp = experiment(file);
     let mut selected = Vec::new();
     for (swept, cfg) in &exp.runs {
@@ -51,6 +63,14 @@ pub fn run_file_with(
             selected.push((key, cfg));
         }
     }
+    selected
+}
+
+/// Runs `selected` on two threads; each result beside its key, in order.
+#[allow(dead_code)]
+pub fn run_selected(
+    selected: Vec<(BTreeMap<String, String>, SimConfig)>,
+) -> Vec<(BTreeMap<String, String>, RunResult)> {
     let configs: Vec<_> = selected.iter().map(|(_, c)| c.clone()).collect();
     let results = run_all(&configs, 2, &|_| {});
     selected

@@ -547,10 +547,10 @@ fn clients_past_the_descriptor_limit_are_refused_and_the_server_goes_on() {
     let mut conns: Vec<TcpStream> = (0..CLIENTS)
         .map(|_| TcpStream::connect(("127.0.0.1", s.port)).expect("connect"))
         .collect();
-    let (mut served, mut refused) = (0, 0);
+    let (mut served, mut refused, mut first_served) = (0, 0, CLIENTS);
     // The server has answered every connection by then.
     std::thread::sleep(Duration::from_millis(500));
-    for c in &mut conns {
+    for (i, c) in conns.iter_mut().enumerate() {
         match spoken_first(c, Duration::ZERO) {
             Some(told) => {
                 assert_eq!(told, "-ERR max number of clients reached\r\n");
@@ -559,6 +559,7 @@ fn clients_past_the_descriptor_limit_are_refused_and_the_server_goes_on() {
             None => {
                 assert_eq!(talk(c, b"PING\r\n"), "+PONG\r\n");
                 served += 1;
+                first_served = first_served.min(i);
             }
         }
     }
@@ -567,6 +568,17 @@ fn clients_past_the_descriptor_limit_are_refused_and_the_server_goes_on() {
         "{served} served, {refused} refused"
     );
     assert_eq!(served + refused, CLIENTS);
+    // INFO counts them under Redis's names.
+    let info = talk(&mut conns[first_served], b"INFO\r\n");
+    let field = |name: &str| -> usize {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+    };
+    assert_eq!(field("connected_clients"), served, "{info}");
+    assert_eq!(field("rejected_connections"), refused, "{info}");
+    assert_eq!(field("maxclients"), served, "{info}");
     drop(conns);
     // The places come back when the clients leave.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

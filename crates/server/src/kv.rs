@@ -10,7 +10,7 @@
 //! command gets an error reply and the connection goes on.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -79,7 +79,8 @@ pub struct KvServer {
     cursors: Cursors,
     stats: KvServerStats,
     control: crate::control::Inbox,
-    connections_refused: Arc<AtomicU64>,
+    /// Which connections the listener admits, and their counts.
+    admission: Admission,
     reply_memory_bytes: u64,
 }
 
@@ -112,7 +113,7 @@ impl KvServer {
             cursors: Cursors::default(),
             stats: KvServerStats::default(),
             control: Default::default(),
-            connections_refused: Default::default(),
+            admission: Admission::for_this_process(MAX_CLIENTS_REPLY),
             reply_memory_bytes: DEFAULT_REPLY_MEMORY_BYTES,
         }
     }
@@ -152,9 +153,12 @@ impl KvServer {
             inbox.lock().expect("inbox").push(s);
             waker.wake();
         };
-        let admission = Admission::for_this_process(MAX_CLIENTS_REPLY);
-        self.connections_refused = admission.refused.clone();
-        spawn_listener(&self.listen, self.stop.clone(), admission, accept)
+        spawn_listener(
+            &self.listen,
+            self.stop.clone(),
+            self.admission.clone(),
+            accept,
+        )
     }
 
     /// Serves until shut down.
@@ -178,7 +182,7 @@ impl KvServer {
             let _ = std::fs::remove_file(p);
         }
         self.stats.summary = self.machine.summary();
-        self.stats.connections_refused = self.connections_refused.load(Ordering::Relaxed);
+        self.stats.connections_refused = self.admission.refused.load(Ordering::Relaxed);
         Ok(self.stats)
     }
 }
@@ -489,6 +493,7 @@ impl Front<'_> {
             now,
             &self.server.machine,
             &self.server.cursors,
+            &self.server.admission,
         ) {
             Ok(d) => d,
             Err(msg) => {

@@ -2,10 +2,13 @@
 //! commands and the shape of their reply. Every refusal is a message in
 //! Redis's words ("ERR wrong number of arguments for 'get' command").
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 use tiermux_kv::{Command, Machine};
 
 use crate::kv::ReplyShape;
+use crate::listener::Admission;
 use crate::resp;
 
 fn arity(name: &str) -> String {
@@ -36,6 +39,7 @@ pub(crate) fn decode(
     now_ms: u64,
     machine: &Machine,
     cursors: &crate::kv_scan::Cursors,
+    clients: &Admission,
 ) -> Result<(ReplyShape, Vec<Command>), String> {
     let (buf, len) = command_name(&args[0]);
     let name = std::str::from_utf8(&buf[..len]).unwrap_or("");
@@ -86,7 +90,7 @@ pub(crate) fn decode(
         },
         "QUIT" => ready(&|o| resp::simple(o, "OK")),
         "INFO" => {
-            let text = info(machine);
+            let text = info(machine, clients);
             ready(&|o| resp::bulk(o, Some(text.as_bytes())))
         }
         "CONFIG" if rest.len() == 2 && upper(&rest[0]) == "GET" => {
@@ -169,10 +173,17 @@ fn set_expiry(opts: &[Bytes], now_ms: u64) -> Result<u64, String> {
     }
 }
 
-fn info(m: &Machine) -> String {
+/// INFO's text: the server, its clients and the machine's counters, in
+/// Redis's sections and, where Redis has them, its names.
+fn info(m: &Machine, clients: &Admission) -> String {
     let mut text = format!(
-        "# Server\r\nredis_version:7.0.0\r\ntiermux_mode:{}\r\n# Stats\r\n",
-        m.mode()
+        "# Server\r\nredis_version:7.0.0\r\ntiermux_mode:{}\r\n\
+         # Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\
+         # Stats\r\nrejected_connections:{}\r\n",
+        m.mode(),
+        clients.open.load(Ordering::Relaxed),
+        clients.max,
+        clients.refused.load(Ordering::Relaxed),
     );
     for (name, value) in m.counters() {
         text.push_str(&format!("{name}:{value}\r\n"));

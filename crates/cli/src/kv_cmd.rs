@@ -343,7 +343,12 @@ fn serve(config: &Path, listen: Option<&str>, data_dir: &Path, opts: KvServeOpti
             s.index_bytes >> 20
         ),
     };
-    eprintln!("tiermux kv: {what}, policy {}", vol_cfg.policy);
+    eprintln!(
+        "tiermux kv: {what}, policy {}; up to {} clients, {} MiB of replies for them all",
+        vol_cfg.policy,
+        server.max_clients(),
+        reply_memory_bytes >> 20
+    );
     println!("tiermux kv: listening on {shown}");
     use std::io::Write;
     std::io::stdout().flush().ok();

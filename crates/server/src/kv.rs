@@ -137,6 +137,11 @@ impl KvServer {
         self.reply_memory_bytes = bytes;
     }
 
+    /// The most clients the server holds at once ([`crate::listener`]).
+    pub fn max_clients(&self) -> usize {
+        self.admission.max
+    }
+
     /// A handle that stops the server.
     pub fn shutdown_handle(&self) -> KvShutdown {
         KvShutdown {

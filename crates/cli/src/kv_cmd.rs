@@ -420,14 +420,19 @@ mod tests {
         assert_eq!(c.region_eviction, RegionEviction::Fifo);
     }
 
-    /// `examples/kv-cache.toml` loaded from `dir`, with `setting` (a line
-    /// such as `flash = "16MiB"`) added to its `[kv]` table.
-    fn load_cache_example(dir: &Path, setting: Option<&str>) -> Result<KvFile> {
+    /// `examples/kv-cache.toml` loaded from `dir`, its `[kv]` table's `key`
+    /// set to `value` (a TOML value such as `"16MiB"`), or left out when
+    /// `value` is `None`.
+    fn load_cache_example(dir: &Path, key: &str, value: Option<&str>) -> Result<KvFile> {
         let text = std::fs::read_to_string(example("kv-cache.toml")).expect("example");
-        let text = match setting {
-            Some(line) => text.replace("[kv]", &format!("[kv]\n{line}")),
-            None => text,
-        };
+        let mut text: String = text
+            .lines()
+            .filter(|l| l.split('=').next().map(str::trim) != Some(key))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        if let Some(v) = value {
+            text = text.replace("[kv]", &format!("[kv]\n{key} = {v}"));
+        }
         let path = dir.join("kv-cache.toml");
         std::fs::write(&path, text).expect("write");
         load(&path, dir)
@@ -441,12 +446,12 @@ mod tests {
             volume: vol,
             machine: whole,
             ..
-        } = load_cache_example(dir, None).expect("the example");
+        } = load_cache_example(dir, "flash", None).expect("the example");
         let MachineConfig::Cache(whole) = whole else {
             panic!("a cache")
         };
         assert_eq!(whole.volume_bytes, vol.size_bytes);
-        let part = load_cache_example(dir, Some("flash = \"16MiB\""))
+        let part = load_cache_example(dir, "flash", Some("\"16MiB\""))
             .expect("16MiB")
             .machine;
         let MachineConfig::Cache(part) = part else {
@@ -454,8 +459,8 @@ mod tests {
         };
         assert_eq!(part.volume_bytes, 16 << 20);
         for bad in ["1TiB", "4097B", "0B"] {
-            let setting = format!("flash = \"{bad}\"");
-            let Err(e) = load_cache_example(dir, Some(&setting)) else {
+            let value = format!("\"{bad}\"");
+            let Err(e) = load_cache_example(dir, "flash", Some(&value)) else {
                 panic!("flash = {bad} was taken")
             };
             let err = format!("{e:#}");
@@ -469,16 +474,14 @@ mod tests {
     fn reply_memory_is_a_positive_size() {
         let scratch = tempfile::tempdir().expect("dir");
         let dir = scratch.path();
-        let bytes =
-            |setting: Option<&str>| load_cache_example(dir, setting).map(|f| f.reply_memory_bytes);
+        let bytes = |value: Option<&str>| {
+            load_cache_example(dir, "reply_memory", value).map(|f| f.reply_memory_bytes)
+        };
         assert_eq!(bytes(None).expect("default"), 1 << 30);
-        assert_eq!(
-            bytes(Some("reply_memory = \"256MiB\"")).expect("256MiB"),
-            256 << 20
-        );
+        assert_eq!(bytes(Some("\"256MiB\"")).expect("256MiB"), 256 << 20);
         for (bad, says) in [("0B", "must be more than zero"), ("lots", "is not a size")] {
-            let setting = format!("reply_memory = \"{bad}\"");
-            let Err(e) = bytes(Some(&setting)) else {
+            let value = format!("\"{bad}\"");
+            let Err(e) = bytes(Some(&value)) else {
                 panic!("reply_memory = {bad} was taken")
             };
             let err = format!("{e:#}");

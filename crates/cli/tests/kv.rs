@@ -439,6 +439,24 @@ fn a_command_of_many_keys_reads_flash_a_few_at_a_time() {
     assert!(peak > 0 && peak < 1024, "the server peaked at {peak} MiB");
 }
 
+/// Sets key `big` to a 1 MB value on the server at `port`; returns it.
+fn set_big(port: u16) -> Vec<u8> {
+    let value = vec![b'v'; 1_000_000];
+    let mut set = Vec::new();
+    resp_client::command(&mut set, &[b"SET", b"big", &value]);
+    assert_eq!(pipeline(port, set, false, b"+OK\r\n"), b"+OK\r\n");
+    value
+}
+
+/// `n` pipelined GETs of key `big`.
+fn gets_of_big(n: usize) -> Vec<u8> {
+    let mut gets = Vec::new();
+    for _ in 0..n {
+        resp_client::command(&mut gets, &[b"GET", b"big"]);
+    }
+    gets
+}
+
 /// A client that pipelines many GETs of a large value and does not read
 /// its replies holds the server to a bounded amount of memory: the
 /// server takes no more of the connection's commands to the machine
@@ -448,15 +466,9 @@ fn a_command_of_many_keys_reads_flash_a_few_at_a_time() {
 fn replies_a_client_does_not_read_stay_bounded() {
     let dir = tempdir("unread");
     let s = serve(&dir, CONFIG);
-    let value = vec![b'v'; 1_000_000];
-    let mut set = Vec::new();
-    resp_client::command(&mut set, &[b"SET", b"big", &value]);
-    assert_eq!(pipeline(s.port, set, false, b"+OK\r\n"), b"+OK\r\n");
+    let value = set_big(s.port);
     const GETS: usize = 1000;
-    let mut gets = Vec::new();
-    for _ in 0..GETS {
-        resp_client::command(&mut gets, &[b"GET", b"big"]);
-    }
+    let gets = gets_of_big(GETS);
     let c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
     c.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
@@ -488,15 +500,9 @@ fn replies_many_clients_do_not_read_stay_within_the_servers_reply_memory() {
     let dir = tempdir("unread-many");
     let config = CONFIG.replace("[kv]", "[kv]\nreply_memory = \"128MiB\"");
     let s = serve(&dir, &config);
-    let value = vec![b'v'; 1_000_000];
-    let mut set = Vec::new();
-    resp_client::command(&mut set, &[b"SET", b"big", &value]);
-    assert_eq!(pipeline(s.port, set, false, b"+OK\r\n"), b"+OK\r\n");
+    let value = set_big(s.port);
     let before = rss_mib(s.child.id());
-    let mut gets = Vec::new();
-    for _ in 0..GETS {
-        resp_client::command(&mut gets, &[b"GET", b"big"]);
-    }
+    let gets = gets_of_big(GETS);
     let clients: Vec<TcpStream> = (0..CLIENTS)
         .map(|_| {
             let c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");

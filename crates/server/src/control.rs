@@ -26,6 +26,7 @@ use tiermux_core::{ParamValue, Params};
 use tiermux_engine::reactor::Waker;
 use tiermux_engine::runtime::Io;
 
+use crate::listener::AcceptPacing;
 use crate::metrics::{render, VolumeInfo};
 use crate::server::LiveStats;
 
@@ -181,7 +182,20 @@ impl ControlEndpoint {
                 // One thread per connection, up to MAX_CONNECTIONS: a
                 // client that sends nothing holds up no other.
                 let open = Arc::new(AtomicUsize::new(0));
-                for stream in listener.incoming().flatten() {
+                let mut pacing = AcceptPacing::new(Arc::default());
+                for got in listener.incoming() {
+                    // A failed accept (descriptors short) is retried after
+                    // a pause, not at once.
+                    let stream = match got {
+                        Ok(s) => {
+                            pacing.accepted();
+                            s
+                        }
+                        Err(e) => {
+                            pacing.failed(&e);
+                            continue;
+                        }
+                    };
                     if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
                         open.fetch_sub(1, Ordering::AcqRel);
                         refuse_busy(&stream);

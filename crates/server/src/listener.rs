@@ -167,7 +167,7 @@ fn spawn_accept_loop(
     accept: impl Fn(Stream) + Send + 'static,
 ) {
     std::thread::spawn(move || {
-        let mut pause = ACCEPT_RETRY_MIN;
+        let mut pacing = AcceptPacing::new(admission.accept_errors.clone());
         loop {
             let got = next();
             if stop.load(Ordering::SeqCst) {
@@ -175,26 +175,52 @@ fn spawn_accept_loop(
             }
             match got {
                 Ok(socket) => {
-                    pause = ACCEPT_RETRY_MIN;
+                    pacing.accepted();
                     match admission.admit() {
                         Some(permit) => accept(Stream::admitted(socket, permit)),
                         None => admission.refuse(Stream::unadmitted(socket)),
                     }
                 }
-                Err(e) => {
-                    let n = admission.accept_errors.fetch_add(1, Ordering::Relaxed) + 1;
-                    if n.is_power_of_two() {
-                        eprintln!(
-                            "tiermux: accept: {e}; retrying after {} ms ({n} failures so far)",
-                            pause.as_millis()
-                        );
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(ACCEPT_RETRY_MAX);
-                }
+                Err(e) => pacing.failed(&e),
             }
         }
     });
+}
+
+/// Paces an accept loop after failed accepts: each failure is counted,
+/// logged at powers of two, and followed by a pause that doubles from
+/// [`ACCEPT_RETRY_MIN`] to [`ACCEPT_RETRY_MAX`] until an accept succeeds.
+pub(crate) struct AcceptPacing {
+    pause: Duration,
+    failures: Arc<AtomicU64>,
+}
+
+impl AcceptPacing {
+    /// Pacing that counts its failures in `failures`.
+    pub(crate) fn new(failures: Arc<AtomicU64>) -> AcceptPacing {
+        AcceptPacing {
+            pause: ACCEPT_RETRY_MIN,
+            failures,
+        }
+    }
+
+    /// An accept succeeded: the next failure pauses briefly again.
+    pub(crate) fn accepted(&mut self) {
+        self.pause = ACCEPT_RETRY_MIN;
+    }
+
+    /// An accept failed with `e`: counts and perhaps logs it, then waits.
+    pub(crate) fn failed(&mut self, e: &io::Error) {
+        let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            eprintln!(
+                "tiermux: accept: {e}; retrying after {} ms ({n} failures so far)",
+                self.pause.as_millis()
+            );
+        }
+        std::thread::sleep(self.pause);
+        self.pause = (self.pause * 2).min(ACCEPT_RETRY_MAX);
+    }
 }
 
 #[cfg(test)]

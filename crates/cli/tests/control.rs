@@ -10,8 +10,7 @@
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-#[path = "common/nbd_served.rs"]
-mod nbd_served;
+use crate::common::nbd_served;
 use nbd_served::*;
 
 /// Runs `tiermux ctl SOCKET args...` in `dir`.

@@ -5,11 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "common/kv_server.rs"]
-#[allow(dead_code)]
-mod kv_server;
-#[path = "common/nbd_served.rs"]
-mod nbd_served;
+use crate::common::kv_server;
+use crate::common::nbd_served;
 use nbd_served::{have_tools, run, Served};
 
 /// The example volumes: NHC, MOST, Hibachi, TICA, and the emulated

@@ -11,8 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-#[path = "common/kv_server.rs"]
-mod kv_server;
+use crate::common::kv_server;
 use kv_server::{have_clients, python, redis_benchmark, serve, tempdir};
 use tiermux_server::resp_client::{self, Reply, ReplyReader};
 

@@ -13,8 +13,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-#[path = "common/kv_server.rs"]
-mod kv_server;
+use crate::common::kv_server;
 use kv_server::{have_clients, python, redis_benchmark, tempdir, Served};
 use tiermux_server::resp_client::{self, Reply, ReplyReader};
 

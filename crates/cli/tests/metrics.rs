@@ -9,8 +9,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-#[path = "common/nbd_served.rs"]
-mod nbd_served;
+use crate::common::nbd_served;
 use nbd_served::*;
 
 /// Status line and body of `GET path` on `addr`.

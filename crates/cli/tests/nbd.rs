@@ -15,11 +15,9 @@ use std::time::{Duration, Instant};
 
 use tiermux_core::rng::Rng;
 
-#[path = "common/nbd_served.rs"]
-mod nbd_served;
+use crate::common::nbd_served;
+use crate::common::nbd_wire;
 use nbd_served::*;
-#[path = "common/nbd_wire.rs"]
-mod nbd_wire;
 use nbd_wire::{connect, read_blocks, reply, request};
 
 #[test]

@@ -12,11 +12,9 @@ use std::time::Duration;
 
 use tiermux_core::rng::Rng;
 
-#[path = "common/nbd_served.rs"]
-mod nbd_served;
+use crate::common::nbd_served;
+use crate::common::nbd_wire;
 use nbd_served::*;
-#[path = "common/nbd_wire.rs"]
-mod nbd_wire;
 use nbd_wire::{chunk, connect, connect_asking, connect_with, reply, request, Chunk};
 
 const WRITE: u16 = 1;

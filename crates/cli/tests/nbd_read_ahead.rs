@@ -9,11 +9,9 @@ use std::os::unix::net::UnixStream;
 
 use tiermux_core::rng::Rng;
 
-#[path = "common/nbd_served.rs"]
-mod nbd_served;
+use crate::common::nbd_served;
+use crate::common::nbd_wire;
 use nbd_served::*;
-#[path = "common/nbd_wire.rs"]
-mod nbd_wire;
 use nbd_wire::{chunk, connect_with, reply, request};
 
 const READ: u16 = 0;

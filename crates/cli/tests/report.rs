@@ -6,8 +6,7 @@ use std::path::Path;
 
 use tiermux_report::Table;
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 use cli::{ok, tiermux, Scratch};
 
 const EXPERIMENT: &str = r#"

@@ -1,8 +1,7 @@
 //! `tiermux sim` runs no more key-value runs at once than their volumes'
 //! bytes fit this machine's memory, and says so.
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 use cli::{tiermux, Scratch};
 
 #[test]

@@ -2,8 +2,7 @@
 //! burst settings, and those settings, given to `trace generate`, make a
 //! trace whose arrivals look the same.
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 use cli::{ok, Scratch};
 
 /// The `--set` arguments of the "as bursts" line, and the mean gap and

@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 use cli::{ok, tiermux, Scratch};
 
 fn fails(dir: &Path, toml: &str) -> String {

@@ -23,7 +23,7 @@
 use tiermux_core::observe::DeviceObservation;
 use tiermux_core::{build_policy, Access, Dispatcher, Observation, Op, ParamValue, Params};
 
-mod common;
+use crate::common;
 use common::{settle, volume, SEGMENT_BLOCKS, SLOTS};
 
 const QUANTUM_NS: u64 = 200_000_000;

@@ -5,7 +5,7 @@
 
 use tiermux_core::{build_policy, Access, Dispatcher, Op, ParamValue, Params};
 
-mod common;
+use crate::common;
 use common::{get, quantum, settle, volume, SEGMENT_BLOCKS, SLOTS};
 
 /// The performance device full of cold segments 0..4 and segment 8 read

@@ -7,7 +7,7 @@
 
 use tiermux_core::{build_policy, Access, Dispatcher, Op, ParamValue, Params};
 
-mod common;
+use crate::common;
 use common::{get, quantum, settle, volume, SEGMENT_BLOCKS};
 
 /// Segments in `common::volume()` (64 blocks).

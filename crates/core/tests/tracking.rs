@@ -14,7 +14,7 @@
 //! written to that block; and the policy's own counts stay equal to those
 //! of a policy rebuilt from its map, so its repairs keep it in step.
 
-mod tracking_world;
+use crate::tracking_world;
 
 use tiermux_core::{build_policy, Dispatcher, Params};
 use tracking_world::*;

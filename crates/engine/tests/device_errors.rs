@@ -15,7 +15,7 @@
 //!   serving every block whose newest data is elsewhere, and the blocks
 //!   whose newest data was only on the dead device are reported at risk.
 
-mod common;
+use crate::common;
 
 use common::{config, data_dir, stamp, version_of, Harness, BS, MODES, VOL_BYTES};
 use tiermux_core::rng::Rng;

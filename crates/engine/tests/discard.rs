@@ -4,7 +4,7 @@
 //! back. (The power-cut test checks, over every policy, that no discard
 //! ever hits space in use.)
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 

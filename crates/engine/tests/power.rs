@@ -21,7 +21,7 @@
 //! discard fills its range with bytes no write stamps, so a discard of a
 //! place still in use shows up as a foreign block.
 
-mod common;
+use crate::common;
 
 use common::{
     config_with_slow, data_dir, seed_base, stamp, version_of, Harness, BS, MODES, VOL_BYTES,

@@ -12,7 +12,7 @@
 //! flight at the crash may hold old or new data and are not checked until
 //! written again.
 
-mod common;
+use crate::common;
 
 use common::{
     check_reads_after_trim, config, config_with_slow, data_dir, seed_base, stamp, version_of,
@@ -608,8 +608,11 @@ fn mixed_config(
 /// The two directories of a volume with devices in memory and on disk.
 fn shm_and_disk(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let shm = data_dir(tag, true);
-    let disk = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("tiermux-{tag}-{}", std::process::id()));
+    let disk = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "tiermux-{tag}-{}-{}",
+        std::process::id(),
+        common::next_dir_number()
+    ));
     for d in [&shm, &disk] {
         std::fs::remove_dir_all(d).ok();
         std::fs::create_dir_all(d).unwrap();

@@ -4,7 +4,7 @@
 //! wrote (a connection's commands answer in order), and never an expired
 //! value.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -10,8 +10,7 @@ use tiermux_core::{Access, Op, Outcome, Policy};
 use tiermux_sim::run;
 use tiermux_sim::sim::{SimError, Simulator};
 
-#[path = "common/configs.rs"]
-mod configs;
+use crate::common::configs;
 use configs::{config, policies};
 
 /// The broken test policy's cache and home devices.

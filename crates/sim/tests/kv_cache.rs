@@ -9,8 +9,7 @@ use proptest::prelude::*;
 use tiermux_sim::kvconfig::KvSpec;
 use tiermux_sim::run;
 
-#[path = "common/configs.rs"]
-mod configs;
+use crate::common::configs;
 use configs::{kv_config, policies};
 
 fn spec(soc_share: f64, value_max: u32, dram_kib: u64, mix: [f64; 3], rmw: bool) -> KvSpec {

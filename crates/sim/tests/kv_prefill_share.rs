@@ -8,8 +8,7 @@ use tiermux_sim::kvconfig::KvSpec;
 use tiermux_sim::sim::{run_sharing, PrefillShare};
 use tiermux_sim::{run, SimConfig};
 
-#[path = "common/configs.rs"]
-mod configs;
+use crate::common::configs;
 use configs::{kv_config, policies};
 
 fn cache_spec() -> KvSpec {

@@ -9,8 +9,7 @@ use proptest::prelude::*;
 use tiermux_sim::kvconfig::KvSpec;
 use tiermux_sim::{run, SimConfig};
 
-#[path = "common/configs.rs"]
-mod configs;
+use crate::common::configs;
 use configs::{kv_config, policies};
 
 fn store_spec(value_max: u32, del: f64, scan: f64, rmw: bool) -> KvSpec {

@@ -22,7 +22,7 @@ use tiermux_sim::sim::Sample;
 use tiermux_sim::workload::Schedule;
 use tiermux_sim::RunResult;
 
-mod common;
+use crate::common;
 use common::{device_ops_per_s, get, run_file_with};
 
 /// The burst spells the tests run, (start, end] in simulated seconds.

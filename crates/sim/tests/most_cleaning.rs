@@ -17,7 +17,7 @@
 //! The file's runs cut short: 100 s, the last 30 measured (the mirrored
 //! class is built by then).
 
-mod common;
+use crate::common;
 use common::{get, run_file_with, run_selected, sampled, sampled_mean_after, select_runs};
 use tiermux_sim::{RunResult, SimConfig};
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use tiermux_sim::RunResult;
 
-mod common;
+use crate::common;
 use common::{get, run_file};
 
 /// The Optane/NVMe runs of `policies` at intensity `load`, read-only or

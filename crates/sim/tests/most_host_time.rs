@@ -18,7 +18,7 @@ use tiermux_device::calibrate::qd1_latency_ns;
 use tiermux_device::lookup_profile;
 use tiermux_sim::RunResult;
 
-mod common;
+use crate::common;
 use common::{get, run_file};
 
 /// The read-only MOST and HeMem runs at 2.0x with `host_us` of host time

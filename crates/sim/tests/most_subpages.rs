@@ -9,7 +9,7 @@
 //! The file's run shortened: the drop at 60 s instead of 400 s (the
 //! mirrored class is smaller, the behaviour the same), 150 s in all.
 
-mod common;
+use crate::common;
 use common::{get, run_file_with, sampled as ctl};
 use tiermux_sim::sim::Sample;
 use tiermux_sim::workload::Schedule;

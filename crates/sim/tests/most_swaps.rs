@@ -12,7 +12,7 @@
 //! rule, but on this pair it demotes in its first seconds and then holds
 //! its placement at either ratio, using both devices.
 
-mod common;
+use crate::common;
 use common::{device_ops_per_s, get, run_file};
 
 const FILE: &str = "most-swaps-under-load.toml";

@@ -9,7 +9,7 @@
 
 use tiermux_sim::RunResult;
 
-mod common;
+use crate::common;
 use common::{device_ops_per_s, get, run_file};
 
 const FILE: &str = "nhc-write-back-steady.toml";

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use tiermux_sim::RunResult;
 
-mod common;
+use crate::common;
 use common::{get, run_file};
 
 fn gb_per_s(r: &RunResult) -> f64 {

@@ -2,7 +2,7 @@
 //! zero-time replay: outcomes with an independent source, and the
 //! behaviours the Hibachi paper describes.
 
-mod common;
+use crate::common;
 
 use common::skewed;
 use tiermux_core::replacement::ReplacementKind;

@@ -2,9 +2,8 @@
 //! behaviours the TICA paper describes (EF spares the SSDs the writes WED
 //! spends on hits).
 
-mod common;
-#[path = "common/two_ssds.rs"]
-mod two_ssds;
+use crate::common;
+use crate::common::two_ssds;
 
 use common::skewed;
 use tiermux_core::replacement::ReplacementKind;

@@ -3,9 +3,8 @@
 //! exactly, and the behaviour that tells the two apart (uCache admits by
 //! past reuse, S-RAC by the reuse its access kinds go on to have).
 
-mod common;
-#[path = "common/two_ssds.rs"]
-mod two_ssds;
+use crate::common;
+use crate::common::two_ssds;
 
 use common::skewed;
 use tiermux_core::Op;

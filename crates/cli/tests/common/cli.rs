@@ -1,6 +1,4 @@
 //! Running the `tiermux` command from a test, in a scratch directory.
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -10,7 +8,11 @@ pub struct Scratch(PathBuf);
 impl Scratch {
     /// A new empty directory named for `tag` and this process.
     pub fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("tiermux-test-{tag}-{}", std::process::id()));
+        let d = std::env::temp_dir().join(format!(
+            "tiermux-test-{tag}-{}-{}",
+            std::process::id(),
+            super::next_dir_number()
+        ));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         Scratch(d)

@@ -33,7 +33,6 @@ pub fn serve_with(dir: &Path, config: &str, extra: &[&str]) -> Served {
 
 /// Like [`serve`], in a process that may open at most `fd_limit` files
 /// (its soft and hard limits, set by the shell's `ulimit -n`).
-#[allow(dead_code)]
 pub fn serve_with_fd_limit(dir: &Path, config: &str, fd_limit: u32) -> Served {
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")

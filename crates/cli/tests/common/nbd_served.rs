@@ -1,7 +1,5 @@
 //! Starting `tiermux serve` on a test volume, and the tools the NBD tests
 //! drive it with.
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -120,7 +118,11 @@ pub fn data_dir_with(tag: &str, config: &str) -> PathBuf {
     } else {
         std::env::temp_dir()
     };
-    let d = base.join(format!("tiermux-nbd-{tag}-{}", std::process::id()));
+    let d = base.join(format!(
+        "tiermux-nbd-{tag}-{}-{}",
+        std::process::id(),
+        super::next_dir_number()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("volume.toml"), config).unwrap();

@@ -13,7 +13,6 @@ pub fn connect(sock: &Path) -> UnixStream {
 
 /// Connects, asking for structured replies first when `structured` (the
 /// server must agree).
-#[allow(dead_code)]
 pub fn connect_with(sock: &Path, structured: bool) -> UnixStream {
     let (s, agreed) = connect_asking(sock, structured);
     assert_eq!(agreed, structured, "structured replies refused");
@@ -22,7 +21,6 @@ pub fn connect_with(sock: &Path, structured: bool) -> UnixStream {
 
 /// Connects, asking for structured replies first when `structured`;
 /// returns whether the server agreed.
-#[allow(dead_code)]
 pub fn connect_asking(sock: &Path, structured: bool) -> (UnixStream, bool) {
     let mut s = UnixStream::connect(sock).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
@@ -69,7 +67,6 @@ fn option_reply(s: &mut UnixStream) -> u32 {
 
 /// Bytes of an NBD request header (magic, flags, type, handle, offset,
 /// length).
-#[allow(dead_code)]
 pub const REQUEST_BYTES: usize = 28;
 
 /// One request header.
@@ -97,7 +94,6 @@ pub fn reply(s: &mut UnixStream, data_len: usize) -> std::io::Result<(u64, u32, 
 }
 
 /// One chunk of a structured reply.
-#[allow(dead_code)]
 #[derive(Debug)]
 pub struct Chunk {
     pub done: bool,
@@ -112,7 +108,6 @@ pub struct Chunk {
 }
 
 /// Reads one structured reply chunk.
-#[allow(dead_code)]
 pub fn chunk(s: &mut UnixStream) -> std::io::Result<Chunk> {
     let mut h = [0u8; 20];
     s.read_exact(&mut h)?;
@@ -161,7 +156,6 @@ pub fn chunk(s: &mut UnixStream) -> std::io::Result<Chunk> {
 /// sends while this one reads, so neither side's socket buffer can stall
 /// the other); returns each block's data in the order of `blocks`. Every
 /// read must succeed, and every reply must answer a request sent, once.
-#[allow(dead_code)]
 pub fn read_blocks(sock: &Path, blocks: &[u64], block_bytes: u32) -> Vec<Vec<u8>> {
     let mut c = connect(sock);
     let mut writer = c.try_clone().unwrap();

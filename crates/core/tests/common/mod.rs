@@ -2,8 +2,6 @@
 //! that completes every operation handed out, and quanta of given device
 //! latencies.
 
-#![allow(dead_code)] // each test file uses its own part
-
 use tiermux_core::observe::DeviceObservation;
 use tiermux_core::policy::{DeviceRole, DeviceSpec, VolumeSpec};
 use tiermux_core::{Dispatcher, Observation};

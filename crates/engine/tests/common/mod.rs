@@ -1,8 +1,6 @@
 //! What the volume tests share: the volume's config, the test as the event
 //! loop's front end, and the modes (policy and write mode) they run.
 
-#![allow(dead_code)] // each test file uses its own part
-
 use std::path::{Path, PathBuf};
 
 use tiermux_engine::reactor::power::Machine;
@@ -68,6 +66,14 @@ pub enum Backend {
     Sim(u64),
 }
 
+/// A number no other call in this process returns: the test directories
+/// carry it, so that tests of different files, which share the process,
+/// never share a directory.
+pub fn next_dir_number() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A fresh directory for a test's devices: in memory (tmpfs, where the
 /// reactor runs device I/O inline) when `memory`, else in the temporary
 /// directory (usually a disk filesystem, where I/O is asynchronous and
@@ -78,7 +84,11 @@ pub fn data_dir(tag: &str, memory: bool) -> PathBuf {
     } else {
         std::env::temp_dir()
     };
-    let d = base.join(format!("tiermux-voltest-{tag}-{}", std::process::id()));
+    let d = base.join(format!(
+        "tiermux-voltest-{tag}-{}-{}",
+        std::process::id(),
+        next_dir_number()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     d
 }

@@ -1,5 +1,7 @@
 //! Helpers shared by the tests that run the experiment files users run.
 
+pub mod configs;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -20,7 +22,6 @@ fn experiment(file: &str) -> Experiment {
 
 /// The runs of experiment `file` whose swept values satisfy `keep`, with
 /// their results, keyed by the swept values (`key=value` pairs).
-#[allow(dead_code)] // not every test binary that shares this module calls it
 pub fn run_file(
     file: &str,
     keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
@@ -30,7 +31,6 @@ pub fn run_file(
 
 /// As [`run_file`], each kept run's configuration first changed by
 /// `adjust` (a shorter run, say).
-#[allow(dead_code)]
 pub fn run_file_with(
     file: &str,
     keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
@@ -41,7 +41,6 @@ pub fn run_file_with(
 
 /// The configurations of the runs [`run_file_with`] would run, keyed the
 /// same way, to be run together with others by [`run_selected`].
-#[allow(dead_code)]
 pub fn select_runs(
     file: &str,
     keep: &dyn Fn(&BTreeMap<String, String>) -> bool,
@@ -67,7 +66,6 @@ pub fn select_runs(
 }
 
 /// Runs `selected` on two threads; each result beside its key, in order.
-#[allow(dead_code)]
 pub fn run_selected(
     selected: Vec<(BTreeMap<String, String>, SimConfig)>,
 ) -> Vec<(BTreeMap<String, String>, RunResult)> {
@@ -89,7 +87,6 @@ pub fn get<'a>(k: &'a BTreeMap<String, String>, name: &str) -> &'a str {
 /// closed-loop 4 KiB throughput at `in_flight` requests, requests per
 /// second, reads and writes mixed at `read_share` (time per request adds
 /// up), as `tiermux bench` computes its simulated limit.
-#[allow(dead_code)] // not every test binary that shares this module calls it
 pub fn device_ops_per_s(file: &str, read_share: f64, in_flight: u32) -> Vec<f64> {
     let exp = experiment(file);
     let cfg = &exp.runs[0].1;
@@ -111,7 +108,6 @@ pub fn device_ops_per_s(file: &str, read_share: f64, in_flight: u32) -> Vec<f64>
 }
 
 /// The controller value `name` in sample `s`.
-#[allow(dead_code)] // not every test binary that shares this module calls it
 pub fn sampled(s: &Sample, name: &str) -> f64 {
     s.controller
         .iter()
@@ -122,7 +118,6 @@ pub fn sampled(s: &Sample, name: &str) -> f64 {
 
 /// The mean of the controller value `name` over the samples that end
 /// after `after_s` (at least 10 of them).
-#[allow(dead_code)] // not every test binary that shares this module calls it
 pub fn sampled_mean_after(r: &RunResult, name: &str, after_s: f64) -> f64 {
     let values: Vec<f64> = r
         .samples

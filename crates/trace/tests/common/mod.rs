@@ -1,5 +1,7 @@
 //! What the replay tests share: a skewed workload and a replay of it.
 
+pub mod two_ssds;
+
 use tiermux_core::rng::Rng;
 use tiermux_core::{Op, Params};
 use tiermux_trace::replay::{replay_accesses, ReplayStats, TraceVolume};

@@ -19,5 +19,5 @@ pub fn volume(ssd_pages: u64) -> TraceVolume {
 /// Replays `accesses` with `policy` and its default parameters over
 /// [`volume`].
 pub fn run(policy: &str, accesses: &[(u64, Op)], ssd_pages: u64) -> ReplayStats {
-    super::common::run(policy, &Params::new(), accesses, volume(ssd_pages))
+    super::run(policy, &Params::new(), accesses, volume(ssd_pages))
 }

@@ -1,0 +1,9 @@
+//! The crate's integration tests, built as one binary: each file in this
+//! directory is a module of it. One binary links once, and its tests run
+//! side by side on the machine's cores.
+
+mod common;
+mod device_errors;
+mod discard;
+mod power;
+mod volume;

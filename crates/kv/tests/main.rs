@@ -1,0 +1,7 @@
+//! The crate's integration tests, built as one binary: each file in this
+//! directory is a module of it. One binary links once, and its tests run
+//! side by side on the machine's cores.
+
+mod cache_model;
+mod common;
+mod store_model;

@@ -46,6 +46,9 @@ fn open(
             read_ahead: cfg.reads_ahead(all_files_in_memory),
         },
     );
+    if let Some(bytes) = cfg.request_memory_bytes {
+        server.set_request_memory_bytes(bytes);
+    }
     let shown = server
         .bind(reactor.waker())
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;

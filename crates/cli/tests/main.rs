@@ -11,6 +11,7 @@ mod kv_store;
 mod metrics;
 mod nbd;
 mod nbd_large;
+mod nbd_memory;
 mod nbd_read_ahead;
 mod profiles;
 mod report;

@@ -159,6 +159,8 @@ struct VolumeFile {
     #[serde(default)]
     read_ahead: Option<bool>,
     #[serde(default)]
+    request_memory: Option<SizeValue>,
+    #[serde(default)]
     device: Vec<DeviceFile>,
     policy: BTreeMap<String, toml::Value>,
     #[serde(default)]
@@ -273,6 +275,10 @@ pub struct VolumeConfig {
     /// Whether the NBD server reads ahead of sequential reads; `None`:
     /// decided by [`VolumeConfig::reads_ahead`].
     pub read_ahead: Option<bool>,
+    /// Bytes the NBD server's connections may hold together (request data
+    /// in flight and replies not yet sent) before new requests wait;
+    /// `None`: the server's default.
+    pub request_memory_bytes: Option<u64>,
 }
 
 /// Default of [`VolumeConfig::spin_us`]: on the 2-core virtual machines of
@@ -342,6 +348,13 @@ impl VolumeConfig {
                 format!("{spin_us} µs: at most {MAX_SPIN_US} (0 turns polling off)"),
             ));
         }
+        let request_memory_bytes = match &f.request_memory {
+            Some(v) => match v.bytes("request_memory")? {
+                0 => return Err(cerr("request_memory", "must be more than zero")),
+                bytes => Some(bytes),
+            },
+            None => None,
+        };
         Ok(VolumeConfig {
             size_bytes,
             block_size,
@@ -357,6 +370,7 @@ impl VolumeConfig {
             spin_us,
             structured_replies: f.structured_replies,
             read_ahead: f.read_ahead,
+            request_memory_bytes,
         })
     }
 
@@ -549,6 +563,15 @@ write_mode = "wb"
             VolumeConfig::parse(&off, Path::new("/d")).unwrap().spin_us,
             0
         );
+        // The server's request memory: its default unless given.
+        let c = VolumeConfig::parse(GOOD, Path::new("/d")).unwrap();
+        assert_eq!(c.request_memory_bytes, None);
+        let given = GOOD.replace(
+            "size = \"1MiB\"",
+            "size = \"1MiB\"\nrequest_memory = \"256MiB\"",
+        );
+        let c = VolumeConfig::parse(&given, Path::new("/d")).unwrap();
+        assert_eq!(c.request_memory_bytes, Some(256 << 20));
         // Structured replies: offered when a read can wait on a device.
         let c = VolumeConfig::parse(GOOD, Path::new("/d")).unwrap();
         assert!(c.offers_structured_replies(true), "emulated");
@@ -629,6 +652,14 @@ write_mode = "wb"
             (
                 GOOD.replace("size = \"1MiB\"", "size = \"1MiB\"\nspin_us = 20000"),
                 "spin_us: 20000 µs: at most 10000",
+            ),
+            (
+                GOOD.replace("size = \"1MiB\"", "size = \"1MiB\"\nrequest_memory = \"0B\""),
+                "request_memory: must be more than zero",
+            ),
+            (
+                GOOD.replace("size = \"1MiB\"", "size = \"1MiB\"\nrequest_memory = \"lots\""),
+                "request_memory: 'lots' is not a size",
             ),
             (
                 GOOD.replace("[[device]]\nname = \"slow\"", &nine_devices),

@@ -27,9 +27,12 @@ use crate::proto::{self, errno, Export, RequestHeader, REQUEST_BYTES};
 use crate::read_ahead::{self, Ahead};
 pub use crate::sock::Stream;
 use crate::sock::{ConnTable, Connection, Wire, READ_CHUNK};
+use memory::RequestMemory;
+pub use memory::DEFAULT_REQUEST_MEMORY_BYTES;
 use reads::{client_read, last_piece, queue_read_chunk, ReadChunk};
 pub use reads::{read_piece_bytes, MAX_READ_PIECES, READ_PIECE_BYTES};
 
+mod memory;
 mod reads;
 
 /// Handle to stop a running server from another thread (or a signal).
@@ -120,6 +123,9 @@ struct Conn {
     /// `inflight`, and its bytes count in `data_bytes` until a client read
     /// takes them or it is dropped.
     ahead: Option<Ahead>,
+    /// The data bytes of the next request, parsed and waiting for the
+    /// server's request memory ([`RequestMemory::admits`]).
+    waiting_bytes: Option<u64>,
 }
 
 /// A write's payload being received.
@@ -162,6 +168,22 @@ impl Conn {
     fn held_bytes(&self) -> u64 {
         self.wire.out_bytes + self.data_bytes
     }
+
+    /// Whether the connection may read and start requests again: below its
+    /// own limits, and with room in the server's request memory for the
+    /// request it waits with, if any.
+    fn may_go_on(&self, memory: &RequestMemory) -> bool {
+        self.can_take()
+            && self
+                .waiting_bytes
+                .is_none_or(|bytes| memory.admits(self.held_bytes(), bytes))
+    }
+
+    /// Bytes the connection holds against the server's request memory:
+    /// [`Conn::held_bytes`] and the payload of a write being received.
+    fn memory_bytes(&self) -> u64 {
+        self.held_bytes() + self.body.as_ref().map_or(0, |b| b.payload.len() as u64)
+    }
 }
 
 /// A listening NBD server for one volume.
@@ -178,6 +200,9 @@ pub struct Server {
     handshakes_refused: Arc<std::sync::atomic::AtomicU64>,
     /// Connections the listener closed because the most were open.
     connections_refused: Arc<std::sync::atomic::AtomicU64>,
+    /// Bytes all connections together may hold before new requests wait
+    /// ([`RequestMemory`]).
+    request_memory_bytes: u64,
 }
 
 /// Requests one connection may have in flight; beyond it the server stops
@@ -207,7 +232,16 @@ impl Server {
             control: Default::default(),
             handshakes_refused: Default::default(),
             connections_refused: Default::default(),
+            request_memory_bytes: DEFAULT_REQUEST_MEMORY_BYTES,
         }
+    }
+
+    /// Sets the bytes all connections together may hold (request data in
+    /// flight and replies not yet sent) before new requests wait; at least
+    /// one byte.
+    pub fn set_request_memory_bytes(&mut self, bytes: u64) {
+        assert!(bytes > 0, "a request memory of zero bytes");
+        self.request_memory_bytes = bytes;
     }
 
     /// The handle that stops [`Server::run`].
@@ -275,12 +309,17 @@ impl Server {
     /// Serves until shut down; then finishes in-flight requests, closes the
     /// connections and checkpoints the volume.
     pub fn run(&mut self, rt: &mut Runtime) -> anyhow::Result<ServerStats> {
+        let limit_bytes = self.request_memory_bytes;
         let mut f = Connections {
             server: self,
             conns: ConnTable::default(),
             pending: Slab::new(),
             split_reads: Slab::new(),
             writes_started: Vec::new(),
+            memory: RequestMemory {
+                held_bytes: 0,
+                limit_bytes,
+            },
             stopping: false,
             published_ns: 0,
         };
@@ -306,6 +345,8 @@ struct Connections<'a> {
     /// The byte ranges of writes started since the read aheads were last
     /// checked against them ([`Connections::stale_reads_ahead`]).
     writes_started: Vec<(u64, u64)>,
+    /// What the connections hold together, against the server's limit.
+    memory: RequestMemory,
     stopping: bool,
     published_ns: u64,
 }
@@ -323,6 +364,7 @@ impl Connections<'_> {
             reads_ahead: self.server.export.read_ahead,
             stream: read_ahead::Stream::default(),
             ahead: None,
+            waiting_bytes: None,
         };
         self.conns.insert(h.stream, conn, io);
     }
@@ -407,6 +449,7 @@ impl Frontend for Connections<'_> {
         }
         // Resuming may read the end of a paused connection's stream, which
         // closes it right away: nothing else would wake the loop for it.
+        self.sum_held_bytes();
         self.resume_paused(io);
         // Before closing: a stop asked for since the last wait closes the
         // idle connections now (nothing else may wake the loop again).
@@ -428,10 +471,15 @@ impl Frontend for Connections<'_> {
         for idx in 0..self.conns.slots() {
             if let Some(c) = self.conns.at(idx) {
                 c.wire.send_queued(io);
+            }
+        }
+        self.sum_held_bytes();
+        for idx in 0..self.conns.slots() {
+            if let Some(c) = self.conns.at(idx) {
                 // A connection these sends finished may close now, and one
                 // paused at its limits may read again: the next pass does
                 // that without sleeping first (nothing else would wake it).
-                again |= c.wire.closing || !c.wire.read_armed;
+                again |= c.wire.closing || (!c.wire.read_armed && c.may_go_on(&self.memory));
             }
         }
         again
@@ -440,18 +488,29 @@ impl Frontend for Connections<'_> {
 
 impl Connections<'_> {
     /// Reads again from connections paused at their limits
-    /// ([`MAX_INFLIGHT_PER_CONN`], [`MAX_HELD_BYTES_PER_CONN`]) that are
-    /// below them now.
+    /// ([`MAX_INFLIGHT_PER_CONN`], [`MAX_HELD_BYTES_PER_CONN`], the
+    /// server's request memory) that are below them now.
     fn resume_paused(&mut self, io: &mut Io<'_>) {
         for idx in 0..self.conns.slots() {
             let Some(c) = self.conns.at(idx) else {
                 continue;
             };
-            if c.wire.read_armed || c.wire.closing || !c.can_take() {
+            if c.wire.read_armed || c.wire.closing || !c.may_go_on(&self.memory) {
                 continue;
             }
             self.read_from(idx, io);
         }
+    }
+
+    /// Sums what the connections hold into the request memory's count.
+    fn sum_held_bytes(&mut self) {
+        let mut held_bytes = 0;
+        for idx in 0..self.conns.slots() {
+            if let Some(c) = self.conns.at(idx) {
+                held_bytes += c.memory_bytes();
+            }
+        }
+        self.memory.held_bytes = held_bytes;
     }
 
     /// Reads what connection `idx` has sent and starts its complete
@@ -463,6 +522,7 @@ impl Connections<'_> {
             pending: &mut self.pending,
             split_reads: &mut self.split_reads,
             writes_started: &mut self.writes_started,
+            memory: &mut self.memory,
             stats: &mut self.server.stats,
         };
         read_requests(conn, io, &mut ctx, stopping);
@@ -474,6 +534,7 @@ struct Ctx<'a> {
     pending: &'a mut Slab<Pending>,
     split_reads: &'a mut Slab<u32>,
     writes_started: &'a mut Vec<(u64, u64)>,
+    memory: &'a mut RequestMemory,
     stats: &'a mut ServerStats,
 }
 
@@ -506,13 +567,15 @@ fn read_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: boo
             }
             return;
         }
+        // Its bytes count as the request's from here (`track`).
+        ctx.memory.held_bytes -= b.payload.len() as u64;
         start_or_refuse(c, b.header, Some(b.payload), io, ctx, stopping);
     }
     let eof = c.wire.receive();
     parse_requests(c, io, ctx, stopping);
     if eof {
         c.wire.closing = true;
-    } else if c.can_take() {
+    } else if c.may_go_on(ctx.memory) {
         c.wire.arm_read(io); // nothing when closing
     }
     // Otherwise the connection pauses: `before_wait` resumes it once
@@ -551,6 +614,14 @@ fn parse_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bo
                 return;
             }
         };
+        // The request waits, unparsed, while the server's connections
+        // hold too much together.
+        let bytes = request_data_bytes(&h);
+        if !ctx.memory.admits(c.held_bytes(), bytes) {
+            c.waiting_bytes = Some(bytes);
+            break;
+        }
+        c.waiting_bytes = None;
         if h.kind == proto::CMD_WRITE {
             match write_payload(c, h, io, ctx) {
                 Payload::InBuffer => {}
@@ -605,6 +676,7 @@ fn write_payload(c: &mut Conn, h: RequestHeader, io: &mut Io<'_>, ctx: &mut Ctx<
         return Payload::InBuffer;
     }
     if need > READ_CHUNK {
+        ctx.memory.held_bytes += h.length as u64;
         let mut payload = AlignedBuf::scratch(h.length as usize);
         let start = c.wire.rpos + REQUEST_BYTES;
         let got = have - REQUEST_BYTES;
@@ -717,14 +789,7 @@ fn start_request(
             client_read(c, &h, offset, len, io, ctx);
         }
         Decoded::Request(req) => {
-            // The data the request holds in the server: a write's payload;
-            // a write-zeroes' part buffer (at most one request's size);
-            // nothing for a flush or a trim.
-            let bytes = match h.kind {
-                proto::CMD_WRITE => h.length as u64,
-                proto::CMD_WRITE_ZEROES => h.length.min(MAX_REQUEST_BYTES) as u64,
-                _ => 0,
-            };
+            let bytes = request_data_bytes(&h);
             if matches!(
                 h.kind,
                 proto::CMD_WRITE | proto::CMD_WRITE_ZEROES | proto::CMD_TRIM
@@ -771,5 +836,18 @@ fn track(
     });
     c.inflight += 1;
     c.data_bytes += bytes;
+    ctx.memory.held_bytes += bytes;
     id as u64
+}
+
+/// The data a request holds in the server while it runs: a read's or a
+/// write's length, a write-zeroes' part buffer, nothing for a flush or a
+/// trim; at most [`MAX_REQUEST_BYTES`] (a longer read or write is refused).
+fn request_data_bytes(h: &RequestHeader) -> u64 {
+    match h.kind {
+        proto::CMD_READ | proto::CMD_WRITE | proto::CMD_WRITE_ZEROES => {
+            h.length.min(MAX_REQUEST_BYTES) as u64
+        }
+        _ => 0,
+    }
 }

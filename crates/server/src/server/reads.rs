@@ -154,12 +154,17 @@ fn answer_from_ahead(c: &mut Conn, h: &RequestHeader, d: Done, ctx: &mut Ctx<'_>
 
 /// Reads ahead the range after the connection's last read
 /// ([`crate::read_ahead::Stream::next_range`]), unless reading ahead is off, the
-/// connection is closing, one runs already, or the range passes the
-/// export's end.
+/// connection is closing, one runs already, the range passes the export's
+/// end, or the server's request memory has no room for it.
 fn read_ahead_next(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
     let (offset, len) = c.stream.next_range();
     let end = offset + len as u64;
     if !c.reads_ahead || c.wire.closing || c.ahead.is_some() || end > io.volume().size_bytes() {
+        return;
+    }
+    // A read ahead is a guess: it waits for room in the server's request
+    // memory, where a client's request may go past it.
+    if ctx.memory.held_bytes + len as u64 > ctx.memory.limit_bytes {
         return;
     }
     let id = track(c, ctx, 0, len as u64, None, true);
@@ -267,6 +272,7 @@ impl Connections<'_> {
                     pending: &mut self.pending,
                     split_reads: &mut self.split_reads,
                     writes_started: &mut self.writes_started,
+                    memory: &mut self.memory,
                     stats: &mut self.server.stats,
                 };
                 if ok {

@@ -316,12 +316,7 @@ fn a_client_that_never_reads_its_replies_gets_back_pressure() {
     assert_eq!((handle, err), (7, 0));
     // The replies asked for are 1.6 GiB; the server holds at most 64 MiB
     // for the connection, plus one request and its receive buffer.
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let peak_kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
+    let peak_kib = peak_memory_kib(pid);
     assert!(peak_kib < 320 << 10, "server peak memory {peak_kib} KiB");
     let mut seen = vec![false; n as usize];
     for _ in 0..n {

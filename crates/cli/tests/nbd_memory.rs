@@ -7,18 +7,12 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::common::nbd_served::{data_dir_with, Served, CONFIG};
+use crate::common::nbd_served::{data_dir_with, peak_memory_kib, Served, CONFIG};
 use crate::common::nbd_wire::{connect, reply, request};
 
 /// The server's peak resident memory (VmHWM), MiB.
 fn peak_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib >> 10
+    peak_memory_kib(pid) >> 10
 }
 
 #[test]

@@ -282,3 +282,13 @@ pub fn spawn_fio_verify(s: &Served, size: &str, rate_iops: u32) -> Child {
         .spawn()
         .unwrap()
 }
+
+/// The peak resident memory (VmHWM) of process `pid`, KiB.
+pub fn peak_memory_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}

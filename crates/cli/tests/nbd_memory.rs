@@ -3,11 +3,15 @@
 //! replies are held to it together, where each alone is held only to its
 //! connection's 64 MiB. A client that reads its replies is served
 //! meanwhile, and every reply arrives whole once the stalled clients read.
+//! And an idle connection holds a small receive buffer, whatever it sent
+//! before.
 
 use std::io::Write;
 use std::time::Duration;
 
-use crate::common::nbd_served::{data_dir_with, peak_memory_kib, Served, CONFIG};
+use crate::common::nbd_served::{
+    data_dir_with, peak_memory_kib, resident_memory_kib, Served, CONFIG,
+};
 use crate::common::nbd_wire::{connect, reply, request};
 
 /// The server's peak resident memory (VmHWM), MiB.
@@ -69,6 +73,62 @@ fn clients_that_never_read_stay_within_the_servers_request_memory() {
         sender.join().unwrap();
     }
     println!("stalled clients: server peak memory {held_mib} MiB (at the start {before_mib} MiB)");
+    s.stop();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn idle_connections_give_their_receive_buffers_back() {
+    let dir = data_dir_with("idle-connections", CONFIG);
+    let s = Served::start(&dir);
+    let pid = s.child.id();
+    // Warm up: one streaming client, so that the server's own buffers and
+    // the allocator's pools are in place before the count starts.
+    let burst = |stream: &mut std::os::unix::net::UnixStream, first: u64| {
+        let (writes, len) = (64u64, 4096u32);
+        let mut batch = Vec::new();
+        for i in 0..writes {
+            batch.extend(request(
+                1,
+                0,
+                first + i,
+                (first + i) * 4096 % (60 << 20),
+                len,
+            ));
+            batch.extend(std::iter::repeat_n((first + i) as u8, len as usize));
+        }
+        // 264 KiB in one go: the receive buffer fills and grows.
+        stream.write_all(&batch).unwrap();
+        for _ in 0..writes {
+            let (_, err, _) = reply(stream, 0).unwrap();
+            assert_eq!(err, 0);
+        }
+    };
+    let mut warm = connect(&s.sock());
+    burst(&mut warm, 0);
+    let before_kib = resident_memory_kib(pid);
+    // Each client streams a burst of writes and then stays connected, idle.
+    let clients = 200u64;
+    let mut idle = Vec::new();
+    for c in 0..clients {
+        let mut stream = connect(&s.sock());
+        burst(&mut stream, (c + 1) * 64);
+        idle.push(stream);
+    }
+    // A connection gives its grown buffer back once the server has seen
+    // it idle for a second; another client's burst makes the server look.
+    std::thread::sleep(Duration::from_millis(1100));
+    burst(&mut warm, 0);
+    let after_kib = resident_memory_kib(pid);
+    let per_client_kib = after_kib.saturating_sub(before_kib) / clients;
+    println!("{clients} idle connections: {per_client_kib} KiB each ({before_kib} KiB before, {after_kib} KiB after)");
+    // A receive buffer grown to 256 KiB and kept would be 256 KiB each; an
+    // idle connection keeps 16 KiB of it, plus its bookkeeping.
+    assert!(
+        per_client_kib < 64,
+        "{per_client_kib} KiB per idle connection ({before_kib} KiB before, {after_kib} KiB after)"
+    );
+    drop(idle);
     s.stop();
     std::fs::remove_dir_all(&dir).ok();
 }

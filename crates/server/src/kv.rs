@@ -24,7 +24,7 @@ use tiermux_kv::{Command, IoKind, Machine, Reply, Summary};
 use crate::kv_scan::{glob_match, Cursors};
 use crate::listener::{spawn_listener, Admission};
 use crate::resp;
-use crate::sock::{ConnTable, Connection, Stream, Wire};
+use crate::sock::{ConnTable, Connection, Stream, Wire, READ_CHUNK};
 
 /// Commands one connection may have in flight before the server stops
 /// reading from it.
@@ -357,10 +357,19 @@ impl Frontend for Front<'_> {
 
     fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
         // Connections held back by their unsent replies take more to the
-        // machine once the client has read some.
-        self.held_bytes = (0..self.conns.slots())
-            .filter_map(|idx| self.conns.at(idx).map(|c| c.held_bytes()))
-            .sum();
+        // machine once the client has read some. Long idle connections give
+        // their grown receive buffers back.
+        let now_ns = io.now_ns();
+        let mut held_bytes = 0;
+        for idx in 0..self.conns.slots() {
+            if let Some(c) = self.conns.at(idx) {
+                if c.replies.is_empty() {
+                    c.wire.shrink_when_idle(now_ns);
+                }
+                held_bytes += c.held_bytes();
+            }
+        }
+        self.held_bytes = held_bytes;
         let now = now_ms(io);
         for idx in 0..self.conns.slots() {
             if self.conns.at(idx).is_some_and(|c| !c.parts.is_empty()) {
@@ -405,7 +414,8 @@ impl Front<'_> {
         let Some(c) = self.conns.at(idx) else {
             return;
         };
-        let eof = c.wire.receive();
+        // A connection's receive buffer grows to at most `READ_CHUNK`.
+        let eof = c.wire.receive(READ_CHUNK);
         // Replies the cache answers at once (DRAM hits, sets, errors) free
         // the places of their commands within this call, and no poll fires
         // for bytes already read: parse on while the buffer holds commands

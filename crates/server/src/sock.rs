@@ -256,9 +256,22 @@ fn split_conn_token(t: u64) -> (usize, u32, bool) {
     ((t >> 33) as usize, (t >> 1) as u32, t & 1 == 1)
 }
 
-/// Bytes read from a socket at a time; the receive buffer grows past this
-/// only to hold one larger message.
+/// The most bytes read from a socket at a time: a receive buffer grows to
+/// this while its client streams requests, and past it only to hold one
+/// larger message.
 pub const READ_CHUNK: usize = 256 << 10;
+
+/// The receive buffer a connection starts with, and goes back to when it
+/// is idle (a few 4 KiB writes): an idle connection holds no more.
+pub const RECEIVE_MIN_BYTES: usize = 16 << 10;
+
+/// What a receive buffer grows by at a time, as a factor.
+const RECEIVE_GROWTH: usize = 4;
+
+/// How long a connection with nothing in flight and nothing unparsed keeps
+/// a grown receive buffer: longer than a streaming client's pause between
+/// batches, so that it is not shrunk and grown again for every batch.
+pub const SHRINK_AFTER_IDLE_NS: u64 = 1_000_000_000;
 
 /// The send buffer a connection asks for: two 1 MiB replies.
 pub const SEND_BUFFER_BYTES: usize = 2 << 20;
@@ -283,6 +296,9 @@ pub struct Wire {
     pub rpos: usize,
     /// Where received bytes end.
     pub rend: usize,
+    /// Since when the server has seen the connection idle with a grown
+    /// receive buffer ([`Wire::shrink_when_idle`]).
+    idle_since_ns: Option<u64>,
     out: VecDeque<Reply>,
     out_pos: usize,
     /// Bytes of replies queued and not yet sent.
@@ -304,9 +320,10 @@ impl Wire {
             stream,
             idx,
             gen,
-            rbuf: AlignedBuf::scratch(READ_CHUNK),
+            rbuf: AlignedBuf::scratch(RECEIVE_MIN_BYTES),
             rpos: 0,
             rend: 0,
+            idle_since_ns: None,
             out: VecDeque::new(),
             out_pos: 0,
             out_bytes: 0,
@@ -341,24 +358,37 @@ impl Wire {
     /// Compacts the receive buffer, then reads until the socket would block
     /// or a short read shows that it is drained (the re-armed poll catches
     /// anything that arrives after); returns true at end of stream or error.
-    pub fn receive(&mut self) -> bool {
+    /// A read that fills the buffer grows it fourfold, up to `max_len`
+    /// bytes, and reading goes on: a client that streams requests is read
+    /// in large pieces. A buffer that was more than half full of unparsed
+    /// bytes to begin with (a connection paused at its limits) does not
+    /// grow. An empty buffer that a large message grew past four times
+    /// [`READ_CHUNK`] goes back to that first.
+    pub fn receive(&mut self, max_len: usize) -> bool {
         if self.rpos > 0 {
             self.rbuf.copy_within(self.rpos..self.rend, 0);
             self.rend -= self.rpos;
             self.rpos = 0;
         }
         if self.rend == 0 && self.rbuf.len() > 4 * READ_CHUNK {
-            // A large message grew the buffer; give the memory back.
             self.rbuf = AlignedBuf::scratch(READ_CHUNK);
         }
+        let may_grow = self.rend < self.rbuf.len() / 2;
         loop {
             if self.rend == self.rbuf.len() {
-                return false; // parse this much; the re-armed poll fires for the rest
+                if !may_grow || self.rbuf.len() >= max_len {
+                    return false; // parse this much; the re-armed poll fires for the rest
+                }
+                let mut grown =
+                    AlignedBuf::scratch((self.rbuf.len() * RECEIVE_GROWTH).min(max_len));
+                grown[..self.rend].copy_from_slice(&self.rbuf[..self.rend]);
+                self.rbuf = grown;
             }
             match self.stream.read(&mut self.rbuf[self.rend..]) {
                 Ok(0) => return true,
                 Ok(n) => {
                     self.rend += n;
+                    self.idle_since_ns = None;
                     if self.rend < self.rbuf.len() {
                         return false;
                     }
@@ -367,6 +397,33 @@ impl Wire {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return true,
             }
+        }
+    }
+
+    /// Bytes the receive buffer holds past [`RECEIVE_MIN_BYTES`] (grown for
+    /// a streaming client or a large message).
+    pub fn grown_bytes(&self) -> usize {
+        self.rbuf.len().saturating_sub(RECEIVE_MIN_BYTES)
+    }
+
+    /// Gives a grown receive buffer back once it has held nothing for
+    /// [`SHRINK_AFTER_IDLE_NS`]: the server calls this, with its clock, for
+    /// connections with no request in flight, so that an idle connection
+    /// comes down to [`RECEIVE_MIN_BYTES`] however much it sent before.
+    pub fn shrink_when_idle(&mut self, now_ns: u64) {
+        if self.rpos != self.rend || self.rbuf.len() <= RECEIVE_MIN_BYTES {
+            self.idle_since_ns = None;
+            return;
+        }
+        match self.idle_since_ns {
+            None => self.idle_since_ns = Some(now_ns),
+            Some(since_ns) if now_ns.saturating_sub(since_ns) >= SHRINK_AFTER_IDLE_NS => {
+                self.rbuf = AlignedBuf::scratch(RECEIVE_MIN_BYTES);
+                self.rpos = 0;
+                self.rend = 0;
+                self.idle_since_ns = None;
+            }
+            Some(_) => {}
         }
     }
 
@@ -525,5 +582,71 @@ impl Wire {
             Socket::Unix(s) => s.shutdown(std::net::Shutdown::Both),
             Socket::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wire on one end of a socket pair, and the other end.
+    fn pair() -> (Wire, UnixStream) {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let stream = Stream::unadmitted(Socket::Unix(ours));
+        (Wire::new(stream, 0, 0), theirs)
+    }
+
+    #[test]
+    fn a_streaming_client_grows_the_buffer_and_an_idle_one_shrinks_it() {
+        let (mut w, mut client) = pair();
+        assert_eq!(w.rbuf.len(), RECEIVE_MIN_BYTES);
+        let sent: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        client.write_all(&sent).unwrap();
+        assert!(!w.receive(READ_CHUNK));
+        // Grown fourfold twice (16 KiB, 64 KiB, 256 KiB) within one receive.
+        assert_eq!(w.rbuf.len(), READ_CHUNK);
+        assert_eq!(w.unparsed(), &sent[..]);
+        assert_eq!(w.grown_bytes(), READ_CHUNK - RECEIVE_MIN_BYTES);
+        // Not while bytes wait unparsed, and not before a second idle.
+        w.shrink_when_idle(0);
+        assert_eq!(w.rbuf.len(), READ_CHUNK);
+        w.rpos = w.rend;
+        w.shrink_when_idle(1_000);
+        w.shrink_when_idle(1_000 + SHRINK_AFTER_IDLE_NS - 1);
+        assert_eq!(w.rbuf.len(), READ_CHUNK);
+        // Bytes received start the wait again.
+        client.write_all(b"x").unwrap();
+        assert!(!w.receive(READ_CHUNK));
+        w.rpos = w.rend;
+        w.shrink_when_idle(1_000 + SHRINK_AFTER_IDLE_NS);
+        assert_eq!(w.rbuf.len(), READ_CHUNK);
+        w.shrink_when_idle(1_000 + 2 * SHRINK_AFTER_IDLE_NS);
+        assert_eq!((w.rbuf.len(), w.unparsed().len()), (RECEIVE_MIN_BYTES, 0));
+    }
+
+    #[test]
+    fn a_buffer_grows_only_to_its_limit_and_not_when_paused_full() {
+        let (mut w, mut client) = pair();
+        client.write_all(&[7u8; 40_000]).unwrap();
+        // Held to its size (the server's memory is full): one buffer's worth.
+        assert!(!w.receive(RECEIVE_MIN_BYTES));
+        assert_eq!(
+            (w.rbuf.len(), w.unparsed().len()),
+            (RECEIVE_MIN_BYTES, RECEIVE_MIN_BYTES)
+        );
+        // Full of unparsed bytes (a paused connection): no growth, no read.
+        assert!(!w.receive(READ_CHUNK));
+        assert_eq!(
+            (w.rbuf.len(), w.unparsed().len()),
+            (RECEIVE_MIN_BYTES, RECEIVE_MIN_BYTES)
+        );
+        // Once parsed, the rest comes in a buffer grown to hold it.
+        w.rpos = w.rend;
+        assert!(!w.receive(READ_CHUNK));
+        assert_eq!(w.unparsed().len(), 40_000 - RECEIVE_MIN_BYTES);
+        assert_eq!(w.rbuf.len(), 4 * RECEIVE_MIN_BYTES);
+        drop(client);
+        w.rpos = w.rend;
+        assert!(w.receive(READ_CHUNK), "end of stream");
     }
 }

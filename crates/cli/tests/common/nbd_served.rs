@@ -285,10 +285,20 @@ pub fn spawn_fio_verify(s: &Served, size: &str, rate_iops: u32) -> Child {
 
 /// The peak resident memory (VmHWM) of process `pid`, KiB.
 pub fn peak_memory_kib(pid: u32) -> u64 {
+    memory_status_kib(pid, "VmHWM:")
+}
+
+/// The resident memory (VmRSS) of process `pid` now, KiB.
+pub fn resident_memory_kib(pid: u32) -> u64 {
+    memory_status_kib(pid, "VmRSS:")
+}
+
+/// The value of the `/proc/PID/status` line starting with `key`, KiB.
+fn memory_status_kib(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+        .unwrap_or_else(|| panic!("no {key} line in /proc/{pid}/status"))
 }

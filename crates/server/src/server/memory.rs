@@ -1,6 +1,7 @@
 //! The memory the NBD server holds for all its connections together: the
-//! data of requests in flight (write payloads, read buffers, read aheads)
-//! and replies not yet sent. Each connection is held to
+//! data of requests in flight (write payloads, read buffers, read aheads),
+//! replies not yet sent, and receive buffers grown for clients that stream
+//! requests. Each connection is held to
 //! [`super::MAX_HELD_BYTES_PER_CONN`]; this bounds their sum, so that many
 //! clients that send large requests and read their replies slowly cannot
 //! take the machine's memory.
@@ -36,6 +37,12 @@ impl RequestMemory {
         self.held_bytes < self.limit_bytes
             || (conn_held_bytes == 0
                 && self.held_bytes + request_bytes <= self.limit_bytes + MAX_REQUEST_BYTES as u64)
+    }
+
+    /// Whether `bytes` more stay within the limit: for memory a connection
+    /// may do without (a larger receive buffer), unlike a request.
+    pub fn has_room(&self, bytes: u64) -> bool {
+        self.held_bytes + bytes <= self.limit_bytes
     }
 }
 

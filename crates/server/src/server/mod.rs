@@ -180,9 +180,13 @@ impl Conn {
     }
 
     /// Bytes the connection holds against the server's request memory:
-    /// [`Conn::held_bytes`] and the payload of a write being received.
+    /// [`Conn::held_bytes`], the payload of a write being received, and its
+    /// receive buffer past the size every connection has
+    /// ([`Wire::grown_bytes`]).
     fn memory_bytes(&self) -> u64 {
-        self.held_bytes() + self.body.as_ref().map_or(0, |b| b.payload.len() as u64)
+        self.held_bytes()
+            + self.body.as_ref().map_or(0, |b| b.payload.len() as u64)
+            + self.wire.grown_bytes() as u64
     }
 }
 
@@ -449,7 +453,7 @@ impl Frontend for Connections<'_> {
         }
         // Resuming may read the end of a paused connection's stream, which
         // closes it right away: nothing else would wake the loop for it.
-        self.sum_held_bytes();
+        self.sum_held_bytes(io.now_ns());
         self.resume_paused(io);
         // Before closing: a stop asked for since the last wait closes the
         // idle connections now (nothing else may wake the loop again).
@@ -473,7 +477,7 @@ impl Frontend for Connections<'_> {
                 c.wire.send_queued(io);
             }
         }
-        self.sum_held_bytes();
+        self.sum_held_bytes(io.now_ns());
         for idx in 0..self.conns.slots() {
             if let Some(c) = self.conns.at(idx) {
                 // A connection these sends finished may close now, and one
@@ -502,11 +506,16 @@ impl Connections<'_> {
         }
     }
 
-    /// Sums what the connections hold into the request memory's count.
-    fn sum_held_bytes(&mut self) {
+    /// Gives back the grown receive buffers of connections long idle (no
+    /// request in flight or being received), and sums what the connections
+    /// hold into the request memory's count.
+    fn sum_held_bytes(&mut self, now_ns: u64) {
         let mut held_bytes = 0;
         for idx in 0..self.conns.slots() {
             if let Some(c) = self.conns.at(idx) {
+                if c.inflight == 0 && c.body.is_none() {
+                    c.wire.shrink_when_idle(now_ns);
+                }
                 held_bytes += c.memory_bytes();
             }
         }
@@ -555,24 +564,41 @@ fn refuse(c: &mut Conn, h: &RequestHeader, err: u32, why: &str, io: &mut Io<'_>)
 
 /// Reads what the socket has and starts every complete request.
 fn read_requests(c: &mut Conn, io: &mut Io<'_>, ctx: &mut Ctx<'_>, stopping: bool) {
-    if let Some(mut b) = c.body.take() {
-        let (n, eof) = c.wire.receive_into(&mut b.payload[b.filled..]);
-        b.filled += n;
-        if b.filled < b.payload.len() {
-            c.body = Some(b);
-            if eof {
-                c.wire.closing = true;
-            } else {
-                c.wire.arm_read(io);
+    let eof = loop {
+        if let Some(mut b) = c.body.take() {
+            let (n, eof) = c.wire.receive_into(&mut b.payload[b.filled..]);
+            b.filled += n;
+            if b.filled < b.payload.len() {
+                c.body = Some(b);
+                if eof {
+                    c.wire.closing = true;
+                } else {
+                    c.wire.arm_read(io);
+                }
+                return;
             }
-            return;
+            // Its bytes count as the request's from here (`track`).
+            ctx.memory.held_bytes -= b.payload.len() as u64;
+            start_or_refuse(c, b.header, Some(b.payload), io, ctx, stopping);
         }
-        // Its bytes count as the request's from here (`track`).
-        ctx.memory.held_bytes -= b.payload.len() as u64;
-        start_or_refuse(c, b.header, Some(b.payload), io, ctx, stopping);
-    }
-    let eof = c.wire.receive();
-    parse_requests(c, io, ctx, stopping);
+        // A receive buffer grows only while the server's memory has room.
+        let (len, grown_bytes) = (c.wire.rbuf.len(), c.wire.grown_bytes());
+        let growth = READ_CHUNK.saturating_sub(len) as u64;
+        let max_len = if ctx.memory.has_room(growth) {
+            READ_CHUNK
+        } else {
+            len
+        };
+        let eof = c.wire.receive(max_len);
+        ctx.memory.held_bytes = (ctx.memory.held_bytes + c.wire.grown_bytes() as u64)
+            .saturating_sub(grown_bytes as u64);
+        parse_requests(c, io, ctx, stopping);
+        // A large write's payload follows its header: read it now rather
+        // than after another poll.
+        if eof || c.body.is_none() {
+            break eof;
+        }
+    };
     if eof {
         c.wire.closing = true;
     } else if c.may_go_on(ctx.memory) {

@@ -15,6 +15,8 @@
 #        directory on a disk to measure the O_DIRECT io_uring path; nbdkit
 #        is then left out, since it reads through the page cache).
 # Environment: RW=read|write, BS=1m, QD=1, ROUNDS=3, RUNTIME_S=3;
+# IDLE_CONNECTIONS=N holds N more connections open and idle on every
+# tiermux server while fio runs (libnbd's Python module, python3-libnbd);
 # NO_READ_AHEAD=1 adds this build with `read_ahead = false`; HUGE_FIO=DIR
 # (a hugetlbfs mount with free huge pages, e.g. after
 # `echo 64 > /proc/sys/vm/nr_hugepages; mount -t hugetlbfs none DIR`) adds
@@ -25,6 +27,8 @@ cd "$(dirname "$0")/.."
 dir="${1:-/dev/shm}"
 old="${2:-}"
 rw="${RW:-read}" bs="${BS:-1m}" qd="${QD:-1}" rounds="${ROUNDS:-3}" runtime="${RUNTIME_S:-3}"
+# The servers and the idle connections' holder need a descriptor each.
+[ -z "${IDLE_CONNECTIONS:-}" ] || ulimit -n $((IDLE_CONNECTIONS + 1024))
 cargo build --release -q
 new=target/release/tiermux
 work=$(mktemp -d)
@@ -77,13 +81,33 @@ for line in open(path):
 print(f'| {name} | {bw} | {v[\"task-clock\"] * 1e3 / reqs:.0f} | {v[\"context-switches\"] / reqs:.1f} | {v[\"raw_syscalls:sys_enter\"] / reqs:.2f} | {ops} |')" "$3" "$r" "$4" "$work/perf"
 }
 
+# Opens $IDLE_CONNECTIONS connections to socket $1 and holds them idle
+# until killed; returns once they are open.
+hold_idle() {
+  rm -f "$work/idle-open"
+  /usr/bin/python3 -c "
+import nbd, sys, time
+held = []
+for _ in range(int(sys.argv[2])):
+    h = nbd.NBD(); h.connect_uri('nbd+unix:///?socket=' + sys.argv[1]); held.append(h)
+open(sys.argv[3], 'w').close()
+time.sleep(3600)" "$1" "$IDLE_CONNECTIONS" "$work/idle-open" &
+  idle_pid=$!
+  while [ ! -f "$work/idle-open" ]; do sleep 0.1; done
+}
+
 serve_round() { # binary label [config]
   rm -f "$work/nbd.sock"
   "$1" serve "${3:-$work/vol.toml}" --data-dir "$work" > /dev/null 2> "$work/serve.log" &
   local pid=$!
   while [ ! -S "$work/nbd.sock" ]; do sleep 0.05; done
-  local row ops
-  row=$(measured "$work/nbd.sock" $pid "$2" OPS)
+  local row ops label="$2"
+  if [ -n "${IDLE_CONNECTIONS:-}" ]; then
+    hold_idle "$work/nbd.sock"
+    label="$label, $IDLE_CONNECTIONS idle connections"
+  fi
+  row=$(measured "$work/nbd.sock" $pid "$label" OPS)
+  [ -z "${IDLE_CONNECTIONS:-}" ] || { kill "$idle_pid"; wait "$idle_pid" 2>/dev/null || true; }
   kill $pid; wait $pid 2>/dev/null || true
   ops=$(grep -o "file read .* in [0-9]* operations, wrote .* in [0-9]*" "$work/serve.log" |
     sed 's/.* in \([0-9]*\) operations, wrote .* in \([0-9]*\)/\1 + \2/' || true)

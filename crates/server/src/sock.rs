@@ -153,9 +153,18 @@ pub trait Connection {
 
 /// A server's connections, each in a slot found again by index and
 /// generation, so that a poll that outlives its connection finds nothing.
+///
+/// It also keeps a list of the *active* connections, those a server has
+/// marked since they were last found at rest ([`ConnTable::mark_active`],
+/// [`ConnTable::retain_active`]): a server's walks between waits visit
+/// those only, so that idle connections cost nothing per request.
 pub struct ConnTable<C> {
     slots: Vec<Option<C>>,
     next_gen: u32,
+    /// Slots marked active, each once.
+    active: Vec<usize>,
+    /// Per slot: listed in `active`.
+    listed: Vec<bool>,
 }
 
 impl<C: Connection> Default for ConnTable<C> {
@@ -163,6 +172,8 @@ impl<C: Connection> Default for ConnTable<C> {
         ConnTable {
             slots: Vec::new(),
             next_gen: 1,
+            active: Vec::new(),
+            listed: Vec::new(),
         }
     }
 }
@@ -180,6 +191,7 @@ impl<C: Connection> ConnTable<C> {
             Some(i) => i,
             None => {
                 self.slots.push(None);
+                self.listed.push(false);
                 self.slots.len() - 1
             }
         };
@@ -224,6 +236,52 @@ impl<C: Connection> ConnTable<C> {
                 }
             }
         }
+    }
+
+    /// Shuts down and forgets every active connection `done` says is
+    /// finished.
+    pub fn close_active_where(&mut self, done: impl Fn(&C) -> bool) {
+        for &idx in &self.active {
+            let slot = &mut self.slots[idx];
+            if slot.as_ref().is_some_and(&done) {
+                if let Some(c) = slot.take() {
+                    c.wire().shutdown();
+                }
+            }
+        }
+    }
+
+    /// Lists the connection in slot `idx` as active: the server's walks
+    /// visit it until [`ConnTable::retain_active`] finds it at rest. A
+    /// server marks every connection it reads from or answers for.
+    pub fn mark_active(&mut self, idx: usize) {
+        if !self.listed[idx] {
+            self.listed[idx] = true;
+            self.active.push(idx);
+        }
+    }
+
+    /// How many connections are listed active; the list may grow while a
+    /// walk over it (`0..active_len()`, [`ConnTable::active_slot`]) marks
+    /// more, which the walk then visits too.
+    pub fn active_len(&self) -> usize {
+        self.active.len()
+    }
+
+    /// The slot of the `i`-th active connection (which may have closed).
+    pub fn active_slot(&self, i: usize) -> usize {
+        self.active[i]
+    }
+
+    /// Keeps listed the active connections `busy` says still need the
+    /// server's walks; drops those at rest and closed slots.
+    pub fn retain_active(&mut self, busy: impl Fn(&C) -> bool) {
+        let (slots, listed) = (&self.slots, &mut self.listed);
+        self.active.retain(|&idx| {
+            let keep = slots[idx].as_ref().is_some_and(&busy);
+            listed[idx] = keep;
+            keep
+        });
     }
 
     /// A poll with `token` completed: on writability the connection sends
@@ -622,6 +680,62 @@ mod tests {
         assert_eq!(w.rbuf.len(), READ_CHUNK);
         w.shrink_when_idle(1_000 + 2 * SHRINK_AFTER_IDLE_NS);
         assert_eq!((w.rbuf.len(), w.unparsed().len()), (RECEIVE_MIN_BYTES, 0));
+    }
+
+    struct TestConn {
+        wire: Wire,
+        busy: bool,
+    }
+
+    impl Connection for TestConn {
+        fn wire(&self) -> &Wire {
+            &self.wire
+        }
+        fn wire_mut(&mut self) -> &mut Wire {
+            &mut self.wire
+        }
+    }
+
+    /// A table of `n` connections (their clients' ends kept open).
+    fn table(n: usize) -> (ConnTable<TestConn>, Vec<UnixStream>) {
+        let mut t = ConnTable::default();
+        let mut clients = Vec::new();
+        for _ in 0..n {
+            let (wire, client) = pair();
+            t.slots.push(Some(TestConn { wire, busy: false }));
+            t.listed.push(false);
+            clients.push(client);
+        }
+        (t, clients)
+    }
+
+    fn active(t: &ConnTable<TestConn>) -> Vec<usize> {
+        (0..t.active_len()).map(|i| t.active_slot(i)).collect()
+    }
+
+    #[test]
+    fn walks_visit_the_marked_connections_until_they_rest() {
+        let (mut t, _clients) = table(5);
+        assert!(active(&t).is_empty(), "a new connection rests");
+        t.mark_active(3);
+        t.mark_active(1);
+        t.mark_active(3);
+        assert_eq!(active(&t), vec![3, 1], "each once, in marking order");
+        t.at(1).unwrap().busy = true;
+        t.retain_active(|c| c.busy);
+        assert_eq!(active(&t), vec![1]);
+        // Resting again, a connection is marked anew.
+        t.mark_active(3);
+        assert_eq!(active(&t), vec![1, 3]);
+        // Closing among the active ones leaves the others open.
+        t.close_active_where(|c| !c.busy);
+        assert!(t.at(3).is_none() && t.at(0).is_some() && t.at(1).is_some());
+        t.retain_active(|_| true);
+        assert_eq!(active(&t), vec![1], "a closed slot leaves the list");
+        t.close_where(|_| true);
+        assert!(t.is_empty());
+        t.retain_active(|_| true);
+        assert!(active(&t).is_empty());
     }
 
     #[test]

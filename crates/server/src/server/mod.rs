@@ -179,6 +179,18 @@ impl Conn {
                 .is_none_or(|bytes| memory.admits(self.held_bytes(), bytes))
     }
 
+    /// Whether the connection needs nothing of the loop's walks between
+    /// waits: nothing in flight, held, read ahead or unsent, and its read
+    /// poll armed (the poll brings it back).
+    fn at_rest(&self) -> bool {
+        self.inflight == 0
+            && self.ahead.is_none()
+            && !self.wire.has_output()
+            && self.wire.read_armed
+            && !self.wire.closing
+            && self.memory_bytes() == 0
+    }
+
     /// Bytes the connection holds against the server's request memory:
     /// [`Conn::held_bytes`], the payload of a write being received, and its
     /// receive buffer past the size every connection has
@@ -373,12 +385,18 @@ impl Connections<'_> {
         self.conns.insert(h.stream, conn, io);
     }
 
-    /// Closes the connections that are done (all of them once stopping).
+    /// Closes the connections that are done (all of them once stopping),
+    /// then stops walking those at rest.
     fn close_finished(&mut self) {
         let stopping = self.stopping;
-        self.conns.close_where(|c| {
-            (c.wire.closing || stopping) && c.inflight == 0 && !c.wire.has_output()
-        });
+        let done =
+            |c: &Conn| (c.wire.closing || stopping) && c.inflight == 0 && !c.wire.has_output();
+        if stopping {
+            self.conns.close_where(done);
+        } else {
+            self.conns.close_active_where(done);
+        }
+        self.conns.retain_active(|c| !c.at_rest());
     }
 }
 
@@ -396,6 +414,7 @@ impl Frontend for Connections<'_> {
         let last = p
             .chunk
             .is_none_or(|ch| last_piece(&mut self.split_reads, ch));
+        self.conns.mark_active(p.conn);
         let Some(c) = self.conns.get(p.conn, p.gen) else {
             return;
         };
@@ -418,6 +437,7 @@ impl Frontend for Connections<'_> {
         let Some(idx) = self.conns.polled(token, io) else {
             return;
         };
+        self.conns.mark_active(idx);
         self.read_from(idx, io);
     }
 
@@ -442,7 +462,8 @@ impl Frontend for Connections<'_> {
         // ones wait until the device reads queued by now have started
         // (`after_start`), so that the two overlap.
         let mut long_sends = false;
-        for idx in 0..self.conns.slots() {
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             if let Some(c) = self.conns.at(idx) {
                 if c.wire.out_bytes >= LONG_SEND_BYTES {
                     long_sends = true;
@@ -472,13 +493,15 @@ impl Frontend for Connections<'_> {
 
     fn after_start(&mut self, io: &mut Io<'_>) -> bool {
         let mut again = self.stopping;
-        for idx in 0..self.conns.slots() {
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             if let Some(c) = self.conns.at(idx) {
                 c.wire.send_queued(io);
             }
         }
         self.sum_held_bytes(io.now_ns());
-        for idx in 0..self.conns.slots() {
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             if let Some(c) = self.conns.at(idx) {
                 // A connection these sends finished may close now, and one
                 // paused at its limits may read again: the next pass does
@@ -495,7 +518,8 @@ impl Connections<'_> {
     /// ([`MAX_INFLIGHT_PER_CONN`], [`MAX_HELD_BYTES_PER_CONN`], the
     /// server's request memory) that are below them now.
     fn resume_paused(&mut self, io: &mut Io<'_>) {
-        for idx in 0..self.conns.slots() {
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             let Some(c) = self.conns.at(idx) else {
                 continue;
             };
@@ -511,7 +535,8 @@ impl Connections<'_> {
     /// hold into the request memory's count.
     fn sum_held_bytes(&mut self, now_ns: u64) {
         let mut held_bytes = 0;
-        for idx in 0..self.conns.slots() {
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             if let Some(c) = self.conns.at(idx) {
                 if c.inflight == 0 && c.body.is_none() {
                     c.wire.shrink_when_idle(now_ns);

@@ -239,7 +239,9 @@ impl Connections<'_> {
         if self.writes_started.is_empty() {
             return;
         }
-        for idx in 0..self.conns.slots() {
+        // A connection with a read ahead is active (`Conn::at_rest`).
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             let Some(a) = self.conns.at(idx).and_then(|c| c.ahead.as_mut()) else {
                 continue;
             };
@@ -255,6 +257,7 @@ impl Connections<'_> {
     /// that read, or it is dropped (stale or failed). A client read it
     /// cannot answer starts as any read does.
     pub(super) fn ahead_done(&mut self, p: Pending, d: Done, io: &mut Io<'_>) {
+        self.conns.mark_active(p.conn);
         let c = self
             .conns
             .get(p.conn, p.gen)

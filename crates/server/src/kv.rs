@@ -287,6 +287,20 @@ impl Conn {
         self.gathered_bytes + self.wire.out_bytes
     }
 
+    /// Whether the connection needs nothing of the loop's walks between
+    /// waits: no command unanswered or unsent, nothing held, its read poll
+    /// armed (the poll brings it back) and its receive buffer not grown.
+    fn at_rest(&self) -> bool {
+        self.replies.is_empty()
+            && self.parts.is_empty()
+            && self.parts_in_flight == 0
+            && self.gathered_bytes == 0
+            && !self.wire.has_output()
+            && self.wire.read_armed
+            && !self.wire.closing
+            && self.wire.grown_bytes() == 0
+    }
+
     fn can_take(&self) -> bool {
         self.replies.len() < MAX_COMMANDS_PER_CONN && self.wire.out_bytes < MAX_OUT_BYTES_PER_CONN
     }
@@ -331,6 +345,7 @@ impl Frontend for Front<'_> {
 
     fn on_ready(&mut self, t: u64, _result: i32, io: &mut Io<'_>) {
         if let Some(idx) = self.conns.polled(t, io) {
+            self.conns.mark_active(idx);
             self.read(idx, io);
         }
     }
@@ -359,9 +374,11 @@ impl Frontend for Front<'_> {
         // Connections held back by their unsent replies take more to the
         // machine once the client has read some. Long idle connections give
         // their grown receive buffers back.
+        // The walks visit the active connections only (`Conn::at_rest`).
         let now_ns = io.now_ns();
         let mut held_bytes = 0;
-        for idx in 0..self.conns.slots() {
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             if let Some(c) = self.conns.at(idx) {
                 if c.replies.is_empty() {
                     c.wire.shrink_when_idle(now_ns);
@@ -371,7 +388,8 @@ impl Frontend for Front<'_> {
         }
         self.held_bytes = held_bytes;
         let now = now_ms(io);
-        for idx in 0..self.conns.slots() {
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             if self.conns.at(idx).is_some_and(|c| !c.parts.is_empty()) {
                 self.submit_parts(idx, now);
             }
@@ -380,7 +398,8 @@ impl Frontend for Front<'_> {
         // opening its volume queues them before any command arrives.
         self.pump(io);
         // Resume connections paused at their limits that are below them now.
-        for idx in 0..self.conns.slots() {
+        for i in 0..self.conns.active_len() {
+            let idx = self.conns.active_slot(i);
             let resume = self
                 .conns
                 .at(idx)
@@ -395,9 +414,14 @@ impl Frontend for Front<'_> {
             self.stopping = true;
         }
         let stopping = self.stopping;
-        self.conns.close_where(|c| {
-            (c.wire.closing || stopping) && c.replies.is_empty() && !c.wire.has_output()
-        });
+        let done =
+            |c: &Conn| (c.wire.closing || stopping) && c.replies.is_empty() && !c.wire.has_output();
+        if stopping {
+            self.conns.close_where(done);
+        } else {
+            self.conns.close_active_where(done);
+        }
+        self.conns.retain_active(|c| !c.at_rest());
         let idle = self.server.machine.io_in_flight() == 0;
         if self.stopping && idle && self.conns.is_empty() {
             Flow::Stop
@@ -616,6 +640,7 @@ impl Front<'_> {
                 .routes
                 .remove(tag as usize)
                 .expect("a route for every cache command");
+            self.conns.mark_active(r.conn);
             let Some(c) = self.conns.get(r.conn, r.gen) else {
                 continue;
             };

@@ -373,8 +373,8 @@ impl Frontend for Front<'_> {
     fn before_wait(&mut self, io: &mut Io<'_>) -> Flow {
         // Connections held back by their unsent replies take more to the
         // machine once the client has read some. Long idle connections give
-        // their grown receive buffers back.
-        // The walks visit the active connections only (`Conn::at_rest`).
+        // their grown receive buffers back. Like every walk here, this one
+        // visits the active connections only (`Conn::at_rest`).
         let now_ns = io.now_ns();
         let mut held_bytes = 0;
         for i in 0..self.conns.active_len() {
@@ -414,14 +414,11 @@ impl Frontend for Front<'_> {
             self.stopping = true;
         }
         let stopping = self.stopping;
-        let done =
-            |c: &Conn| (c.wire.closing || stopping) && c.replies.is_empty() && !c.wire.has_output();
-        if stopping {
-            self.conns.close_where(done);
-        } else {
-            self.conns.close_active_where(done);
-        }
-        self.conns.retain_active(|c| !c.at_rest());
+        self.conns.close_finished(
+            stopping,
+            |c| (c.wire.closing || stopping) && c.replies.is_empty() && !c.wire.has_output(),
+            Conn::at_rest,
+        );
         let idle = self.server.machine.io_in_flight() == 0;
         if self.stopping && idle && self.conns.is_empty() {
             Flow::Stop

@@ -156,7 +156,7 @@ pub trait Connection {
 ///
 /// It also keeps a list of the *active* connections, those a server has
 /// marked since they were last found at rest ([`ConnTable::mark_active`],
-/// [`ConnTable::retain_active`]): a server's walks between waits visit
+/// [`ConnTable::close_finished`]): a server's walks between waits visit
 /// those only, so that idle connections cost nothing per request.
 pub struct ConnTable<C> {
     slots: Vec<Option<C>>,
@@ -228,7 +228,7 @@ impl<C: Connection> ConnTable<C> {
     }
 
     /// Shuts down and forgets every connection `done` says is finished.
-    pub fn close_where(&mut self, done: impl Fn(&C) -> bool) {
+    fn close_where(&mut self, done: impl Fn(&C) -> bool) {
         for slot in self.slots.iter_mut() {
             if slot.as_ref().is_some_and(&done) {
                 if let Some(c) = slot.take() {
@@ -238,21 +238,32 @@ impl<C: Connection> ConnTable<C> {
         }
     }
 
-    /// Shuts down and forgets every active connection `done` says is
-    /// finished.
-    pub fn close_active_where(&mut self, done: impl Fn(&C) -> bool) {
-        for &idx in &self.active {
-            let slot = &mut self.slots[idx];
-            if slot.as_ref().is_some_and(&done) {
-                if let Some(c) = slot.take() {
-                    c.wire().shutdown();
+    /// Shuts down and forgets the connections `done` says are finished:
+    /// every one when `all` (a server stopping), else the active ones.
+    /// Then stops listing as active those `at_rest` says need no walks.
+    pub fn close_finished(
+        &mut self,
+        all: bool,
+        done: impl Fn(&C) -> bool,
+        at_rest: impl Fn(&C) -> bool,
+    ) {
+        if all {
+            self.close_where(done);
+        } else {
+            for &idx in &self.active {
+                let slot = &mut self.slots[idx];
+                if slot.as_ref().is_some_and(&done) {
+                    if let Some(c) = slot.take() {
+                        c.wire().shutdown();
+                    }
                 }
             }
         }
+        self.retain_active(|c| !at_rest(c));
     }
 
     /// Lists the connection in slot `idx` as active: the server's walks
-    /// visit it until [`ConnTable::retain_active`] finds it at rest. A
+    /// visit it until [`ConnTable::close_finished`] finds it at rest. A
     /// server marks every connection it reads from or answers for.
     pub fn mark_active(&mut self, idx: usize) {
         if !self.listed[idx] {
@@ -275,7 +286,7 @@ impl<C: Connection> ConnTable<C> {
 
     /// Keeps listed the active connections `busy` says still need the
     /// server's walks; drops those at rest and closed slots.
-    pub fn retain_active(&mut self, busy: impl Fn(&C) -> bool) {
+    fn retain_active(&mut self, busy: impl Fn(&C) -> bool) {
         let (slots, listed) = (&self.slots, &mut self.listed);
         self.active.retain(|&idx| {
             let keep = slots[idx].as_ref().is_some_and(&busy);
@@ -728,13 +739,12 @@ mod tests {
         t.mark_active(3);
         assert_eq!(active(&t), vec![1, 3]);
         // Closing among the active ones leaves the others open.
-        t.close_active_where(|c| !c.busy);
+        t.close_finished(false, |c| !c.busy, |_| false);
         assert!(t.at(3).is_none() && t.at(0).is_some() && t.at(1).is_some());
-        t.retain_active(|_| true);
         assert_eq!(active(&t), vec![1], "a closed slot leaves the list");
-        t.close_where(|_| true);
+        // Stopping closes every connection, active or not.
+        t.close_finished(true, |_| true, |_| false);
         assert!(t.is_empty());
-        t.retain_active(|_| true);
         assert!(active(&t).is_empty());
     }
 

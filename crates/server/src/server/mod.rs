@@ -389,14 +389,11 @@ impl Connections<'_> {
     /// then stops walking those at rest.
     fn close_finished(&mut self) {
         let stopping = self.stopping;
-        let done =
-            |c: &Conn| (c.wire.closing || stopping) && c.inflight == 0 && !c.wire.has_output();
-        if stopping {
-            self.conns.close_where(done);
-        } else {
-            self.conns.close_active_where(done);
-        }
-        self.conns.retain_active(|c| !c.at_rest());
+        self.conns.close_finished(
+            stopping,
+            |c| (c.wire.closing || stopping) && c.inflight == 0 && !c.wire.has_output(),
+            Conn::at_rest,
+        );
     }
 }
 

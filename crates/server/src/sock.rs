@@ -160,6 +160,10 @@ pub trait Connection {
 /// those only, so that idle connections cost nothing per request.
 pub struct ConnTable<C> {
     slots: Vec<Option<C>>,
+    /// Empty slots below `slots.len()`, reused before the table grows.
+    free: Vec<usize>,
+    /// Connections open: the slots in use.
+    open: usize,
     next_gen: u32,
     /// Slots marked active, each once.
     active: Vec<usize>,
@@ -171,6 +175,8 @@ impl<C: Connection> Default for ConnTable<C> {
     fn default() -> Self {
         ConnTable {
             slots: Vec::new(),
+            free: Vec::new(),
+            open: 0,
             next_gen: 1,
             active: Vec::new(),
             listed: Vec::new(),
@@ -187,19 +193,36 @@ impl<C: Connection> ConnTable<C> {
         make: impl FnOnce(Wire) -> C,
         io: &mut Io<'_>,
     ) -> usize {
-        let idx = match self.slots.iter().position(|c| c.is_none()) {
-            Some(i) => i,
-            None => {
-                self.slots.push(None);
-                self.listed.push(false);
-                self.slots.len() - 1
-            }
-        };
+        let idx = self.place(|idx, gen| make(Wire::new(stream, idx, gen)));
+        if let Some(c) = self.slots[idx].as_mut() {
+            c.wire_mut().arm_read(io);
+        }
+        idx
+    }
+
+    /// Puts the connection `make` builds for its slot and generation in
+    /// an empty slot, and returns the slot.
+    fn place(&mut self, make: impl FnOnce(usize, u32) -> C) -> usize {
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.listed.push(false);
+            self.slots.len() - 1
+        });
+        assert!(self.slots[idx].is_none(), "slot {idx} listed free is used");
         let gen = self.next_gen;
         self.next_gen = self.next_gen.wrapping_add(1).max(1);
-        let c = self.slots[idx].insert(make(Wire::new(stream, idx, gen)));
-        c.wire_mut().arm_read(io);
+        self.slots[idx] = Some(make(idx, gen));
+        self.open += 1;
         idx
+    }
+
+    /// Shuts down and forgets the connection in slot `idx`, if any.
+    fn close_slot(&mut self, idx: usize) {
+        if let Some(c) = self.slots[idx].take() {
+            c.wire().shutdown();
+            self.free.push(idx);
+            self.open -= 1;
+        }
     }
 
     /// The connection in slot `idx` if it is still generation `gen`.
@@ -219,23 +242,12 @@ impl<C: Connection> ConnTable<C> {
 
     /// Connections open.
     pub fn len(&self) -> usize {
-        self.slots.iter().filter(|c| c.is_some()).count()
+        self.open
     }
 
     /// Whether no connection is open.
     pub fn is_empty(&self) -> bool {
-        self.slots.iter().all(|c| c.is_none())
-    }
-
-    /// Shuts down and forgets every connection `done` says is finished.
-    fn close_where(&mut self, done: impl Fn(&C) -> bool) {
-        for slot in self.slots.iter_mut() {
-            if slot.as_ref().is_some_and(&done) {
-                if let Some(c) = slot.take() {
-                    c.wire().shutdown();
-                }
-            }
-        }
+        self.open == 0
     }
 
     /// Shuts down and forgets the connections `done` says are finished:
@@ -247,16 +259,15 @@ impl<C: Connection> ConnTable<C> {
         done: impl Fn(&C) -> bool,
         at_rest: impl Fn(&C) -> bool,
     ) {
-        if all {
-            self.close_where(done);
+        let walked = if all {
+            self.slots.len()
         } else {
-            for &idx in &self.active {
-                let slot = &mut self.slots[idx];
-                if slot.as_ref().is_some_and(&done) {
-                    if let Some(c) = slot.take() {
-                        c.wire().shutdown();
-                    }
-                }
+            self.active.len()
+        };
+        for i in 0..walked {
+            let idx = if all { i } else { self.active[i] };
+            if self.slots[idx].as_ref().is_some_and(&done) {
+                self.close_slot(idx);
             }
         }
         self.retain_active(|c| !at_rest(c));
@@ -713,8 +724,7 @@ mod tests {
         let mut clients = Vec::new();
         for _ in 0..n {
             let (wire, client) = pair();
-            t.slots.push(Some(TestConn { wire, busy: false }));
-            t.listed.push(false);
+            t.place(|_, _| TestConn { wire, busy: false });
             clients.push(client);
         }
         (t, clients)
@@ -742,6 +752,11 @@ mod tests {
         t.close_finished(false, |c| !c.busy, |_| false);
         assert!(t.at(3).is_none() && t.at(0).is_some() && t.at(1).is_some());
         assert_eq!(active(&t), vec![1], "a closed slot leaves the list");
+        assert_eq!(t.len(), 4);
+        // The next connection takes the closed slot.
+        let (wire, _client) = pair();
+        assert_eq!(t.place(|_, _| TestConn { wire, busy: false }), 3);
+        assert_eq!((t.len(), t.slots()), (5, 5));
         // Stopping closes every connection, active or not.
         t.close_finished(true, |_| true, |_| false);
         assert!(t.is_empty());

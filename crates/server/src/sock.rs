@@ -235,11 +235,6 @@ impl<C: Connection> ConnTable<C> {
         self.slots.get_mut(idx).and_then(|c| c.as_mut())
     }
 
-    /// Slots, used or not (connections are at `0..slots()`).
-    pub fn slots(&self) -> usize {
-        self.slots.len()
-    }
-
     /// Connections open.
     pub fn len(&self) -> usize {
         self.open
@@ -756,7 +751,7 @@ mod tests {
         // The next connection takes the closed slot.
         let (wire, _client) = pair();
         assert_eq!(t.place(|_, _| TestConn { wire, busy: false }), 3);
-        assert_eq!((t.len(), t.slots()), (5, 5));
+        assert_eq!((t.len(), t.slots.len()), (5, 5));
         // Stopping closes every connection, active or not.
         t.close_finished(true, |_| true, |_| false);
         assert!(t.is_empty());

@@ -194,9 +194,10 @@ impl<C: Connection> ConnTable<C> {
         io: &mut Io<'_>,
     ) -> usize {
         let idx = self.place(|idx, gen| make(Wire::new(stream, idx, gen)));
-        if let Some(c) = self.slots[idx].as_mut() {
-            c.wire_mut().arm_read(io);
-        }
+        let c = self.slots[idx]
+            .as_mut()
+            .expect("the connection just placed");
+        c.wire_mut().arm_read(io);
         idx
     }
 

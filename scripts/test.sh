@@ -7,7 +7,7 @@
 # The engine's tests run beside the rest: its crash tests spend most of
 # their time waiting for a disk (O_DIRECT writes and syncs of real files),
 # while the other crates' tests keep the CPUs busy. On two cores that
-# takes about two minutes off the suite (docs/performance.md). Their
+# took one to two minutes off the suite (docs/performance.md). Their
 # output follows the rest's.
 set -euo pipefail
 cd "$(dirname "$0")/.."

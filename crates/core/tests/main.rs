@@ -3,6 +3,7 @@
 //! side by side on the machine's cores.
 
 mod common;
+mod first_write;
 mod idle_devices;
 mod most_migration;
 mod most_mirror_growth;

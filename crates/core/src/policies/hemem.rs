@@ -3,8 +3,9 @@
 //! at 8, every count halved when one passes 18); every quantum (200 ms)
 //! hot capacity segments are promoted into free performance-device slots,
 //! or swapped with the coldest performance segments that are not hot. New
-//! data (a write to a segment never accessed before) is allocated on the
-//! performance device while it has room. Hot data is served only from the
+//! data (the first write to a segment, MOST §3.2.2; reads before it find
+//! nothing to place) is allocated on the performance device while it has
+//! room. Hot data is served only from the
 //! performance device, so the capacity device's bandwidth goes unused
 //! under load (MOST §2.2).
 
@@ -38,9 +39,8 @@ pub struct HeMem {
 
 /// Serves one access of a tiering policy that never offloads: reads from
 /// the current copy (the performance copy when both are), writes to the
-/// segment's tier, and a write to a segment never accessed before
-/// allocates it on the performance device when `allocate` and a slot is
-/// free.
+/// segment's tier, and a segment's first write allocates it on the
+/// performance device when `allocate` and a slot is free.
 pub(super) fn serve(t: &mut Tiered, access: Access, allocate: bool, ctx: &mut Ctx<'_>) -> Outcome {
     let (segment, first) = t.record(access);
     let d = match access.op {

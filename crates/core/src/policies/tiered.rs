@@ -11,7 +11,7 @@ use crate::tiering::budget::{Direction, MigrationBudget, DEFAULT_WINDOW_NS};
 use crate::tiering::heat::{HeatMap, DEFAULT_COOLING_THRESHOLD, DEFAULT_HOT_THRESHOLD};
 use crate::tiering::migrator::Migrator;
 use crate::tiering::tiers::{Class, Tiers};
-use crate::types::{Access, Job};
+use crate::types::{Access, Job, Op};
 
 use super::param_err;
 
@@ -180,7 +180,8 @@ impl Tiered {
     /// heat (per [`HeatUnit`]: once per request and segment, so a piece
     /// that continues a request counts only where it enters a new
     /// segment), and returns the segment; true as the second value when
-    /// the segment had never been accessed.
+    /// the access is the segment's first write (its allocation: a read
+    /// before it finds nothing written, MOST §3.2.2).
     #[inline]
     pub fn record(&mut self, access: Access) -> (u64, bool) {
         debug_assert_eq!(access.blocks, 1, "tiering decides one block at a time");
@@ -192,7 +193,14 @@ impl Tiered {
         if counts {
             self.heat.record(segment, access.op, 1);
         }
-        (segment, self.tiers.touch(segment))
+        let first_write = match access.op {
+            Op::Write => self.tiers.note_write(segment),
+            Op::Read => {
+                self.tiers.touch(segment);
+                false
+            }
+        };
+        (segment, first_write)
     }
 
     /// A finished move: ends it and starts what waited for it.

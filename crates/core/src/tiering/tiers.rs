@@ -121,6 +121,9 @@ pub struct Tiers {
     /// One bit per segment: written or read since the volume started.
     touched: Vec<u64>,
     touched_count: u64,
+    /// One bit per segment: written since the volume started (or since a
+    /// discard covered it whole). The first write allocates (MOST §3.2.2).
+    written: Vec<u64>,
     /// Mirrored segments with an invalid subpage, in segment order.
     unclean: std::collections::BTreeSet<u64>,
     /// Blocks copied by moves, per direction.
@@ -169,6 +172,7 @@ impl Tiers {
             mirrored: 0,
             touched: vec![0; segments.div_ceil(64) as usize],
             touched_count: 0,
+            written: vec![0; segments.div_ceil(64) as usize],
             unclean: Default::default(),
             moved_blocks: [0; Direction::COUNT],
         })
@@ -251,13 +255,21 @@ impl Tiers {
         self.set_touched(segment, true)
     }
 
-    /// Marks `segment` as written or as never written; returns true when
+    /// Notes a write to `segment` (an access too); true the first time, when
+    /// the write is the segment's allocation. A read before it does not
+    /// allocate: a block never written holds nothing to place.
+    #[inline]
+    pub fn note_write(&mut self, segment: u64) -> bool {
+        self.touch(segment);
+        !set_bit(&mut self.written, segment, true)
+    }
+
+    /// Marks `segment` as accessed or as never accessed; returns true when
     /// that changed its mark.
     fn set_touched(&mut self, segment: u64, touched: bool) -> bool {
-        let (w, bit) = ((segment / 64) as usize, 1u64 << (segment % 64));
-        let changed = (self.touched[w] & bit != 0) != touched;
+        let was = set_bit(&mut self.touched, segment, touched);
+        let changed = was != touched;
         if changed {
-            self.touched[w] ^= bit;
             if touched {
                 self.touched_count += 1;
             } else {
@@ -645,7 +657,7 @@ impl Tiers {
     /// its segment gets a slot if it has none. False when none is free.
     pub fn warm(&mut self, block: u64, map: &mut PlacementMap) -> bool {
         let (segment, subpage) = self.locate(block);
-        self.touch(segment);
+        self.note_write(segment);
         if self.class(segment) == Class::Capacity && !self.allocate(segment) {
             return false;
         }
@@ -662,7 +674,7 @@ impl Tiers {
     /// Rebuilds the classes and slots from a map saved before a restart.
     /// Segments with a clean block on both devices are mirrored, other
     /// placed ones are in the performance class. Every placed segment
-    /// counts as accessed.
+    /// counts as accessed and written.
     pub fn restore(&mut self, map: &PlacementMap) -> Result<(), String> {
         assert!(self.placed.is_empty(), "restore into fresh tiers");
         let (p, h) = (self.perf, self.home);
@@ -708,7 +720,7 @@ impl Tiers {
                     busy: false,
                 },
             );
-            self.touch(segment);
+            self.note_write(segment);
         }
         self.free_slots = (0..self.slots)
             .rev()
@@ -789,8 +801,9 @@ impl Tiers {
     }
 
     /// A client discards blocks `first..end` (bookkeeping, no lock): the
-    /// segments the range covers whole count as never accessed, so that
-    /// the next write to one is a new allocation. Returns them.
+    /// segments the range covers whole count as never accessed nor
+    /// written, so that the next write to one is a new allocation. Returns
+    /// them.
     pub fn discarded(&mut self, first: u64, end: u64) -> std::ops::Range<u64> {
         let s = self.segment_blocks as u64;
         let end = end.min(self.num_blocks);
@@ -801,9 +814,24 @@ impl Tiers {
         let whole = whole.start..whole.end.max(whole.start);
         for segment in whole.clone() {
             self.set_touched(segment, false);
+            set_bit(&mut self.written, segment, false);
         }
         whole
     }
+}
+
+/// Sets or clears `segment`'s bit in a one-bit-per-segment map; returns
+/// what it was.
+#[inline]
+fn set_bit(bits: &mut [u64], segment: u64, on: bool) -> bool {
+    let (w, bit) = ((segment / 64) as usize, 1u64 << (segment % 64));
+    let was = bits[w] & bit != 0;
+    if on {
+        bits[w] |= bit;
+    } else {
+        bits[w] &= !bit;
+    }
+    was
 }
 
 #[cfg(test)]

@@ -193,6 +193,11 @@ fn a_segment_trimmed_whole_frees_its_slot_and_is_new_again() {
     assert_eq!(t.trim(7, &mut map), Some(1));
     assert_eq!((t.class(1), t.free_slots()), (Class::Capacity, 3));
     assert!(t.touch(1), "the next access to segment 1 is its first");
+    assert!(
+        t.note_write(1),
+        "a read before it, its next write allocates"
+    );
+    assert!(!t.note_write(1), "one allocation");
     // A mirrored segment trimmed whole leaves the mirrored class; one
     // that a move holds keeps its slot.
     for b in [11, 10, 9] {

@@ -85,3 +85,31 @@ fn example_volumes_serve_and_keep_their_data() {
         s.stop();
     }
 }
+
+/// The MOST example, fresh: qemu-io reads the volume's first blocks when
+/// it opens it, then writes there. A segment is placed at its first write,
+/// so the write lands on the performance device; the read before it finds
+/// nothing written to place.
+#[test]
+fn a_fresh_most_volume_takes_its_first_writes_on_the_performance_device() {
+    if !have_tools(&["qemu-io"]) {
+        return;
+    }
+    let dir = kv_server::tempdir("most-first-write");
+    let config = example("most-volume.toml");
+    let (s, line) = Served::spawn_config(&config, &dir, &["--metrics", "127.0.0.1:0"]);
+    let addr = crate::metrics::metrics_addr(&line);
+    qemu_io(&dir, &["read 0 4K", "write -P 0x5a 0 1M"]);
+    let (_, m) = crate::metrics::get(&addr, "/metrics");
+    let written = |device: &str| {
+        nbd_served::must(
+            &m,
+            &format!("tiermux_device_bytes_total{{device=\"{device}\",dir=\"write\"}}"),
+        )
+    };
+    let mib = (1 << 20) as f64;
+    assert!(written("optane") >= mib, "{m}");
+    assert_eq!(written("nvme"), 0.0, "{m}");
+    qemu_io(&dir, &["read -P 0x5a 0 1M"]);
+    s.stop();
+}

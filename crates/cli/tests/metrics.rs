@@ -13,7 +13,7 @@ use crate::common::nbd_served;
 use nbd_served::*;
 
 /// Status line and body of `GET path` on `addr`.
-fn get(addr: &str, path: &str) -> (String, String) {
+pub(crate) fn get(addr: &str, path: &str) -> (String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
     let mut text = String::new();
@@ -23,7 +23,7 @@ fn get(addr: &str, path: &str) -> (String, String) {
 }
 
 /// The metrics address `tiermux serve` printed.
-fn metrics_addr(line: &str) -> String {
+pub(crate) fn metrics_addr(line: &str) -> String {
     let url = line
         .split("metrics on http://")
         .nth(1)

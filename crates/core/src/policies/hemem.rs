@@ -5,9 +5,8 @@
 //! or swapped with the coldest performance segments that are not hot. New
 //! data (the first write to a segment, MOST §3.2.2; reads before it find
 //! nothing to place) is allocated on the performance device while it has
-//! room. Hot data is served only from the
-//! performance device, so the capacity device's bandwidth goes unused
-//! under load (MOST §2.2).
+//! room. Hot data is served only from the performance device, so the
+//! capacity device's bandwidth goes unused under load (MOST §2.2).
 
 use super::tiered::{tiered_policy_methods, Tiered};
 use super::Registered;

@@ -716,3 +716,26 @@ fn a_failed_superblock_write_that_landed_never_names_a_torn_checkpoint() {
         );
     }
 }
+
+/// A scan with values that starts past the last key finds nothing to
+/// read; it is answered at once with no entries (it used to wait for reads
+/// it never issued, and its client for good).
+#[test]
+fn a_scan_past_the_last_key_is_answered_empty() {
+    let mut h = Harness::new(7, 4, 0);
+    h.store.submit(1, put("key0001", 1), 0);
+    settle_store(&mut h.store, &mut h.disk);
+    for with_values in [true, false] {
+        let scan = Command::Scan {
+            start: Bytes::from_static(b"key9999"),
+            count: 4,
+            with_values,
+        };
+        h.store.submit(2, scan, 0);
+        let replies = settle_store(&mut h.store, &mut h.disk);
+        assert!(
+            matches!(&replies[..], [(2, Reply::Entries(e))] if e.is_empty()),
+            "with_values {with_values}: {replies:?}"
+        );
+    }
+}

@@ -764,7 +764,8 @@ impl Store {
                 error: None,
             },
         );
-        if !with_values {
+        // Nothing to read: no values asked for, or no key from `start` on.
+        if waiting == 0 {
             return self.scan_finish(id);
         }
         for (slot, key) in keys.into_iter().enumerate() {

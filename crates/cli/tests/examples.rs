@@ -100,16 +100,26 @@ fn a_fresh_most_volume_takes_its_first_writes_on_the_performance_device() {
     let (s, line) = Served::spawn_config(&config, &dir, &["--metrics", "127.0.0.1:0"]);
     let addr = crate::metrics::metrics_addr(&line);
     qemu_io(&dir, &["read 0 4K", "write -P 0x5a 0 1M"]);
-    let (_, m) = crate::metrics::get(&addr, "/metrics");
-    let written = |device: &str| {
+    let written = |m: &str, device: &str| {
         nbd_served::must(
-            &m,
+            m,
             &format!("tiermux_device_bytes_total{{device=\"{device}\",dir=\"write\"}}"),
         )
     };
+    // The server publishes its counters on an interval: wait until they
+    // show the whole write.
     let mib = (1 << 20) as f64;
-    assert!(written("optane") >= mib, "{m}");
-    assert_eq!(written("nvme"), 0.0, "{m}");
+    let t0 = std::time::Instant::now();
+    let m = loop {
+        let (_, m) = crate::metrics::get(&addr, "/metrics");
+        if written(&m, "optane") + written(&m, "nvme") >= mib {
+            break m;
+        }
+        assert!(t0.elapsed().as_secs() < 20, "the write never showed:\n{m}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(written(&m, "optane") >= mib, "{m}");
+    assert_eq!(written(&m, "nvme"), 0.0, "{m}");
     qemu_io(&dir, &["read -P 0x5a 0 1M"]);
     s.stop();
 }

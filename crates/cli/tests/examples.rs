@@ -98,7 +98,7 @@ fn a_fresh_most_volume_takes_its_first_writes_on_the_performance_device() {
     let dir = kv_server::tempdir("most-first-write");
     let config = example("most-volume.toml");
     let (s, line) = Served::spawn_config(&config, &dir, &["--metrics", "127.0.0.1:0"]);
-    let addr = crate::metrics::metrics_addr(&line);
+    let addr = nbd_served::metrics_addr(&line);
     qemu_io(&dir, &["read 0 4K", "write -P 0x5a 0 1M"]);
     let written = |m: &str, device: &str| {
         nbd_served::must(
@@ -111,7 +111,7 @@ fn a_fresh_most_volume_takes_its_first_writes_on_the_performance_device() {
     let mib = (1 << 20) as f64;
     let t0 = std::time::Instant::now();
     let m = loop {
-        let (_, m) = crate::metrics::get(&addr, "/metrics");
+        let (_, m) = nbd_served::get(&addr, "/metrics");
         if written(&m, "optane") + written(&m, "nvme") >= mib {
             break m;
         }

@@ -4,32 +4,11 @@
 //!
 //! Needs fio (`.ci/run` installs it), like `tests/nbd.rs`.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::nbd_served;
 use nbd_served::*;
-
-/// Status line and body of `GET path` on `addr`.
-pub(crate) fn get(addr: &str, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_string(), body.to_string())
-}
-
-/// The metrics address `tiermux serve` printed.
-pub(crate) fn metrics_addr(line: &str) -> String {
-    let url = line
-        .split("metrics on http://")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no metrics address in: {line}"));
-    url.trim().trim_end_matches("/metrics").to_string()
-}
 
 #[test]
 fn metrics_move_under_fio_and_show_recovery() {

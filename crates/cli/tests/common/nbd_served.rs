@@ -1,6 +1,7 @@
-//! Starting `tiermux serve` on a test volume, and the tools the NBD tests
-//! drive it with.
-use std::io::{BufRead, BufReader};
+//! Starting `tiermux serve` on a test volume, the tools the NBD tests
+//! drive it with, and reading its Prometheus metrics.
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -241,6 +242,25 @@ pub fn run(cmd: &mut Command) -> String {
     );
     assert!(out.status.success(), "{cmd:?} failed: {text}");
     text
+}
+
+/// Status line and body of `GET path` on `addr`.
+pub fn get(addr: &str, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// The metrics address `tiermux serve` printed.
+pub fn metrics_addr(line: &str) -> String {
+    let url = line
+        .split("metrics on http://")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no metrics address in: {line}"));
+    url.trim().trim_end_matches("/metrics").to_string()
 }
 
 /// The value of the sample that starts with `name` (with its labels) in
